@@ -1,0 +1,30 @@
+# gcoll_add_mpi_test(NAME <name> NP <n> COMMAND <exe> [args...]
+#                    [ENV VAR=VALUE ...] [PRELOAD] [TIMEOUT <s>] [LABELS <l>...])
+#
+# Registers a CTest test that runs <exe> under mpirun with <n> ranks.
+# - Oversubscription is always allowed (CI has 2 cores) and running as root is allowed.
+# - ENV entries are exported to every rank with `-x VAR=VALUE`.
+# - PRELOAD puts libgcoll.so under the program with `-x LD_PRELOAD=...`, exactly as a
+#   user would; use it for programs that do not link gcoll.
+# - TIMEOUT (default 300 s) is CTest's hard limit; tests should also have their own
+#   in-process watchdog so a hang fails with a message instead of a kill.
+function(gcoll_add_mpi_test)
+  cmake_parse_arguments(T "PRELOAD" "NAME;NP;TIMEOUT" "COMMAND;ENV;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set(xargs)
+  foreach(kv IN LISTS T_ENV)
+    list(APPEND xargs -x "${kv}")
+  endforeach()
+  if(T_PRELOAD)
+    list(APPEND xargs -x "LD_PRELOAD=$<TARGET_FILE:gcoll>")
+  endif()
+  add_test(NAME ${T_NAME}
+           COMMAND ${MPIEXEC_EXECUTABLE} ${GCOLL_MPIEXEC_FLAGS} -np ${T_NP} ${xargs} ${T_COMMAND})
+  set_tests_properties(${T_NAME} PROPERTIES
+    TIMEOUT ${T_TIMEOUT}
+    PROCESSORS 1
+    LABELS "mpi;${T_LABELS}"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+endfunction()

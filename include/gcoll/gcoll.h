@@ -1,0 +1,38 @@
+/* gcoll public API.
+ *
+ * gcoll is used without any code change: put libgcoll.so under an MPI program with
+ *     mpirun -np N -x LD_PRELOAD=/path/to/libgcoll.so ./app
+ * and it takes over MPI_Allreduce, MPI_Bcast and MPI_Allgather (C and Fortran).
+ * This header is for programs and tools that want to query it.
+ */
+#ifndef GCOLL_GCOLL_H
+#define GCOLL_GCOLL_H
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GCOLL_VERSION_MAJOR 0
+#define GCOLL_VERSION_MINOR 1
+#define GCOLL_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the loaded library. */
+const char *gcoll_version(void);
+
+/* Prints version, build options and every GCOLL_* setting (current value and help)
+ * to `out`. Works before MPI_Init and without MPI. Returns 0, or -1 on a write error. */
+int gcoll_print_info(FILE *out);
+
+/* 1 when the library takes part in collectives (GCOLL_ENABLE=1), else 0. */
+int gcoll_enabled(void);
+
+/* Number of communicators for which gcoll currently holds per-communicator state.
+ * For tests and diagnostics. */
+int gcoll_live_comm_states(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GCOLL_GCOLL_H */

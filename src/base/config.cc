@@ -1,0 +1,241 @@
+#include "base/config.h"
+
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+extern char **environ;
+
+namespace gcoll {
+
+struct Value {
+  bool b = false;
+  long long i = 0;
+  std::uint64_t size = 0;
+  int choice = 0;  // index into the Enum's choices
+  std::string s;
+};
+
+namespace {
+
+std::vector<std::string> split_choices(const char *choices) {
+  std::vector<std::string> out;
+  if (!choices) return out;
+  std::string cur;
+  for (const char *p = choices; *p; ++p) {
+    if (*p == '|') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (auto &c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(const std::string &s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+bool parse_range(const char *choices, long long *lo, long long *hi) {
+  if (!choices) return false;
+  const char *colon = std::strchr(choices, ':');
+  if (!colon) return false;
+  *lo = std::strtoll(choices, nullptr, 10);
+  *hi = std::strtoll(colon + 1, nullptr, 10);
+  return true;
+}
+
+// Accepted values, for messages.
+std::string accepted(const SettingDef &d) {
+  switch (d.type) {
+    case SettingType::Bool: return "0|1 (also no|yes, off|on, false|true)";
+    case SettingType::Int: {
+      long long lo, hi;
+      if (parse_range(d.choices, &lo, &hi))
+        return "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      return "an integer";
+    }
+    case SettingType::Size: return "a byte count with optional K, M, G suffix (e.g. 4096, 64K, 1M)";
+    case SettingType::Enum: return d.choices;
+    case SettingType::String: return "any text";
+  }
+  return "";
+}
+
+// Parses `text` for setting `d`; on success fills `v` and returns true.
+bool parse_value(const SettingDef &d, const std::string &raw, Value *v) {
+  const std::string text = trim(raw);
+  switch (d.type) {
+    case SettingType::Bool: return parse_bool(text, &v->b);
+    case SettingType::Int: {
+      long long lo, hi;
+      if (!parse_int(text, &v->i)) return false;
+      return !parse_range(d.choices, &lo, &hi) || (v->i >= lo && v->i <= hi);
+    }
+    case SettingType::Size: return parse_size(text, &v->size);
+    case SettingType::Enum: {
+      const auto options = split_choices(d.choices);
+      for (size_t k = 0; k < options.size(); ++k) {
+        if (lower(options[k]) == lower(text)) {
+          v->choice = static_cast<int>(k);
+          v->s = options[k];
+          return true;
+        }
+      }
+      return false;
+    }
+    case SettingType::String: v->s = raw; return true;
+  }
+  return false;
+}
+
+// Canonical string form of a parsed value (what gcoll_info shows).
+std::string format_value(const SettingDef &d, const Value &v) {
+  switch (d.type) {
+    case SettingType::Bool: return v.b ? "1" : "0";
+    case SettingType::Int: return std::to_string(v.i);
+    case SettingType::Size: return std::to_string(v.size);
+    case SettingType::Enum: return v.s;
+    case SettingType::String: return v.s;
+  }
+  return "";
+}
+
+const std::vector<SettingDef> kSettings = {
+    {"GCOLL_ENABLE", SettingType::Bool, "1", nullptr,
+     "0: every call goes straight to the MPI's PMPI_* function; the library does nothing else "
+     "(no stats).",
+     [](Config &c, const Value &v) { c.enable = v.b; }},
+    {"GCOLL_DEBUG", SettingType::Enum, "WARN", "WARN|INFO|TRACE",
+     "Log level on stderr, lines prefixed with [gcoll host:rank]. TRACE logs every call.",
+     [](Config &c, const Value &v) { c.debug = static_cast<LogLevel>(v.choice); }},
+    {"GCOLL_STATS_FILE", SettingType::String, "", nullptr,
+     "If set, rank 0 of MPI_COMM_WORLD writes a JSON summary of all ranks' calls to this path "
+     "at MPI_Finalize.",
+     [](Config &c, const Value &v) { c.stats_file = v.s; }},
+};
+
+}  // namespace
+
+const std::vector<SettingDef> &settings_table() { return kSettings; }
+
+const char *setting_type_name(SettingType t) {
+  switch (t) {
+    case SettingType::Bool: return "bool";
+    case SettingType::Int: return "int";
+    case SettingType::Size: return "size";
+    case SettingType::Enum: return "enum";
+    case SettingType::String: return "string";
+  }
+  return "?";
+}
+
+bool parse_bool(const std::string &raw, bool *out) {
+  const std::string t = lower(trim(raw));
+  if (t == "1" || t == "y" || t == "yes" || t == "true" || t == "on") {
+    *out = true;
+    return true;
+  }
+  if (t == "0" || t == "n" || t == "no" || t == "false" || t == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool parse_int(const std::string &raw, long long *out) {
+  const std::string t = trim(raw);
+  if (t.empty()) return false;
+  errno = 0;
+  char *end = nullptr;
+  const long long v = std::strtoll(t.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parse_size(const std::string &raw, std::uint64_t *out) {
+  const std::string t = lower(trim(raw));
+  if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0]))) return false;
+  errno = 0;
+  char *end = nullptr;
+  const unsigned long long v = std::strtoull(t.c_str(), &end, 10);
+  if (errno != 0) return false;
+  const std::string suffix = end;
+  unsigned shift = 0;
+  if (suffix.empty() || suffix == "b") shift = 0;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib") shift = 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib") shift = 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib") shift = 30;
+  else if (suffix == "t" || suffix == "tb" || suffix == "tib") shift = 40;
+  else return false;
+  if (shift && v > (ULLONG_MAX >> shift)) return false;
+  *out = static_cast<std::uint64_t>(v) << shift;
+  return true;
+}
+
+ParsedConfig parse_config(const EnvList &env) {
+  ParsedConfig pc;
+  const auto &table = settings_table();
+  std::vector<std::string> values(table.size());
+  std::vector<bool> given(table.size(), false);
+  for (size_t k = 0; k < table.size(); ++k) values[k] = table[k].default_value;
+
+  std::set<std::string> unknown_seen;
+  for (const auto &kv : env) {
+    size_t k = 0;
+    while (k < table.size() && kv.first != table[k].name) ++k;
+    if (k == table.size()) {
+      if (unknown_seen.insert(kv.first).second)
+        pc.messages.push_back("unknown setting " + kv.first + " ignored (gcoll_info lists the settings)");
+      continue;
+    }
+    values[k] = kv.second;
+    given[k] = true;
+  }
+
+  for (size_t k = 0; k < table.size(); ++k) {
+    const SettingDef &d = table[k];
+    Value v;
+    if (!parse_value(d, values[k], &v)) {
+      pc.messages.push_back(std::string(d.name) + "='" + values[k] + "' is not valid: expected " +
+                            accepted(d) + "; using the default '" + d.default_value + "'");
+      parse_value(d, d.default_value, &v);  // defaults always parse (unit-tested)
+    }
+    d.store(pc.config, v);
+    pc.effective.emplace_back(d.name, format_value(d, v));
+  }
+  return pc;
+}
+
+EnvList process_environment() {
+  EnvList env;
+  for (char **e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "GCOLL_", 6) != 0) continue;
+    const char *eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    env.emplace_back(std::string(*e, static_cast<size_t>(eq - *e)), std::string(eq + 1));
+  }
+  return env;
+}
+
+const ParsedConfig &process_config() {
+  static const ParsedConfig pc = parse_config(process_environment());
+  return pc;
+}
+
+}  // namespace gcoll

@@ -1,0 +1,64 @@
+// The one table of GCOLL_* settings. Parsed once from the environment; nothing else in
+// gcoll reads the environment. gcoll_info prints the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gcoll {
+
+enum class LogLevel : int { Warn = 0, Info = 1, Trace = 2 };
+
+// Typed view of the settings. Defaults here must equal the table's default strings
+// (a unit test checks it).
+struct Config {
+  bool enable = true;
+  LogLevel debug = LogLevel::Warn;
+  std::string stats_file;
+};
+
+enum class SettingType { Bool, Int, Size, Enum, String };
+
+struct Value;  // parsed value, see config.cc
+
+struct SettingDef {
+  const char *name;           // GCOLL_...
+  SettingType type;
+  const char *default_value;  // as the user would write it
+  const char *choices;        // Enum: "A|B|C"; Int/Size: "min:max"; else nullptr
+  const char *help;
+  void (*store)(Config &, const Value &);
+};
+
+const std::vector<SettingDef> &settings_table();
+const char *setting_type_name(SettingType t);
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+struct ParsedConfig {
+  Config config;
+  EnvList effective;                  // every setting with its effective value (string form)
+  std::vector<std::string> messages;  // one line per bad value / unknown variable
+};
+
+// Pure: parses the given GCOLL_* variables (name, value). Bad values keep the default
+// and produce one message naming the setting and the accepted values; unknown GCOLL_*
+// names produce one message each.
+ParsedConfig parse_config(const EnvList &env);
+
+// The GCOLL_* variables of this process's environment.
+EnvList process_environment();
+
+// Parsed once (thread-safe) from the process environment. Messages are not printed
+// here; see init.
+const ParsedConfig &process_config();
+inline const Config &config() { return process_config().config; }
+
+// Value parsers, exposed for tests. Return false when `text` is not valid.
+bool parse_bool(const std::string &text, bool *out);
+bool parse_int(const std::string &text, long long *out);
+bool parse_size(const std::string &text, std::uint64_t *out);  // 4096, 64K, 1M, 2GiB ...
+
+}  // namespace gcoll

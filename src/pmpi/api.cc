@@ -1,0 +1,45 @@
+// The public gcoll_* API (include/gcoll/gcoll.h).
+#include "gcoll/gcoll.h"
+
+#include <mpi.h>
+
+#include "base/build_info.h"
+#include "base/config.h"
+#include "pmpi/comm_state.h"
+
+#define GCOLL_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+GCOLL_EXPORT const char *gcoll_version(void) { return GCOLL_VERSION_STRING; }
+
+GCOLL_EXPORT int gcoll_enabled(void) { return gcoll::config().enable ? 1 : 0; }
+
+GCOLL_EXPORT int gcoll_live_comm_states(void) { return gcoll::live_comm_states(); }
+
+GCOLL_EXPORT int gcoll_print_info(FILE *out) {
+  using namespace gcoll;
+  const ParsedConfig &pc = process_config();
+  int rc = 0;
+  rc |= fprintf(out, "gcoll %s\n", GCOLL_VERSION_STRING) < 0;
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  PMPI_Get_library_version(mpi, &len);  // allowed before MPI_Init
+  for (char *c = mpi; *c; ++c)
+    if (*c == '\n' || *c == ',') *c = *(c + 1) ? ' ' : '\0';
+  rc |= fprintf(out, "build: %s, CUDA %s, UCX %s, hwloc %s\n", GCOLL_BUILD_TYPE, GCOLL_BUILD_CUDA, GCOLL_BUILD_UCX,
+                GCOLL_BUILD_HWLOC) < 0;
+  rc |= fprintf(out, "MPI library: %s\n", mpi) < 0;
+  rc |= fprintf(out, "\nsettings (environment variables):\n") < 0;
+  const auto &table = settings_table();
+  for (size_t k = 0; k < table.size(); ++k) {
+    const SettingDef &d = table[k];
+    rc |= fprintf(out, "  %-20s = %-10s [%s%s%s, default '%s']\n      %s\n", d.name, pc.effective[k].second.c_str(),
+                  setting_type_name(d.type), d.choices ? ": " : "", d.choices ? d.choices : "", d.default_value,
+                  d.help) < 0;
+  }
+  for (const auto &m : pc.messages) rc |= fprintf(out, "warning: %s\n", m.c_str()) < 0;
+  return rc ? -1 : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,90 @@
+// Fortran entry points. Open MPI's Fortran bindings call PMPI_* directly, so a Fortran
+// application never reaches the C wrappers: define every spelling its bindings use.
+//   mpif.h and `use mpi`:  mpi_x_, mpi_x__, mpi_x, MPI_X   (ierror required)
+//   `use mpi_f08`:         mpi_x_f08_                       (ierror OPTIONAL: may be NULL;
+//                          handles are TYPE(MPI_Comm) etc., whose only member is the
+//                          INTEGER handle, so they arrive as MPI_Fint*)
+// Buffers arrive as addresses; MPI_IN_PLACE and MPI_BOTTOM are the addresses of the
+// common blocks mpi_fortran_in_place / mpi_fortran_bottom, in whichever decoration the
+// MPI's Fortran compiler used (all are checked; absent ones are null weak symbols).
+#include <mpi.h>
+
+#include "pmpi/collectives.h"
+
+extern "C" {
+extern int mpi_fortran_in_place_ __attribute__((weak));
+extern int mpi_fortran_in_place __attribute__((weak));
+extern int mpi_fortran_in_place__ __attribute__((weak));
+extern int MPI_FORTRAN_IN_PLACE __attribute__((weak));
+extern int mpi_fortran_bottom_ __attribute__((weak));
+extern int mpi_fortran_bottom __attribute__((weak));
+extern int mpi_fortran_bottom__ __attribute__((weak));
+extern int MPI_FORTRAN_BOTTOM __attribute__((weak));
+}
+
+namespace {
+
+bool is_one_of(const void *p, const void *a, const void *b, const void *c, const void *d) {
+  return p && (p == a || p == b || p == c || p == d);
+}
+
+// Fortran buffer address -> C buffer argument.
+void *f2c_buffer(void *p) {
+  if (is_one_of(p, &mpi_fortran_in_place_, &mpi_fortran_in_place, &mpi_fortran_in_place__, &MPI_FORTRAN_IN_PLACE))
+    return MPI_IN_PLACE;
+  if (is_one_of(p, &mpi_fortran_bottom_, &mpi_fortran_bottom, &mpi_fortran_bottom__, &MPI_FORTRAN_BOTTOM))
+    return MPI_BOTTOM;
+  return p;
+}
+
+void set_ierror(MPI_Fint *ierror, int rc) {
+  if (ierror) *ierror = static_cast<MPI_Fint>(rc);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("hidden"))) void gcoll_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count,
+                                                             MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
+                                                             MPI_Fint *ierror) {
+  set_ierror(ierror, gcoll::allreduce(f2c_buffer(sendbuf), f2c_buffer(recvbuf), *count, PMPI_Type_f2c(*datatype),
+                                      PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void gcoll_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype,
+                                                         MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror) {
+  set_ierror(ierror, gcoll::bcast(f2c_buffer(buffer), *count, PMPI_Type_f2c(*datatype), *root, PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void gcoll_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
+                                                             void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype,
+                                                             MPI_Fint *comm, MPI_Fint *ierror) {
+  set_ierror(ierror, gcoll::allgather(f2c_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
+                                      f2c_buffer(recvbuf), *recvcount, PMPI_Type_f2c(*recvtype),
+                                      PMPI_Comm_f2c(*comm)));
+}
+
+__attribute__((visibility("hidden"))) void gcoll_f_finalize(MPI_Fint *ierror) {
+  set_ierror(ierror, gcoll::finalize());
+}
+
+#define GCOLL_FORTRAN_ALIAS(name, target, params) \
+  __attribute__((visibility("default"))) void name params __attribute__((alias(#target)));
+
+#define GCOLL_FORTRAN_SPELLINGS(lower, upper, target, params) \
+  GCOLL_FORTRAN_ALIAS(lower##_, target, params)               \
+  GCOLL_FORTRAN_ALIAS(lower##__, target, params)              \
+  GCOLL_FORTRAN_ALIAS(lower, target, params)                  \
+  GCOLL_FORTRAN_ALIAS(upper, target, params)                  \
+  GCOLL_FORTRAN_ALIAS(lower##_f08_, target, params)
+
+GCOLL_FORTRAN_SPELLINGS(mpi_allreduce, MPI_ALLREDUCE, gcoll_f_allreduce,
+                        (void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+GCOLL_FORTRAN_SPELLINGS(mpi_bcast, MPI_BCAST, gcoll_f_bcast,
+                        (void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+GCOLL_FORTRAN_SPELLINGS(mpi_allgather, MPI_ALLGATHER, gcoll_f_allgather,
+                        (void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+GCOLL_FORTRAN_SPELLINGS(mpi_finalize, MPI_FINALIZE, gcoll_f_finalize, (MPI_Fint *))
+
+}  // extern "C"

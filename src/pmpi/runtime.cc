@@ -1,0 +1,113 @@
+#include "pmpi/runtime.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/build_info.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/stats.h"
+#include "pmpi/comm_state.h"
+
+namespace gcoll {
+
+namespace detail {
+std::atomic<int> g_mode{static_cast<int>(Mode::Uninit)};
+}
+
+namespace {
+
+std::mutex g_init_mu;
+int g_self_keyval = MPI_KEYVAL_INVALID;
+
+bool mpi_usable() {
+  int inited = 0, finalized = 0;
+  PMPI_Initialized(&inited);
+  PMPI_Finalized(&finalized);
+  return inited && !finalized;
+}
+
+// Runs first inside MPI_Finalize (MPI deletes MPI_COMM_SELF's attributes before anything
+// else), while MPI still works: release everything gcoll holds.
+int teardown(MPI_Comm, int, void *, void *) {
+  GCOLL_INFO("teardown in MPI_Finalize");
+  release_all_comm_states();
+  detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);
+  return MPI_SUCCESS;
+}
+
+void apply_logging(const ParsedConfig &pc) {
+  log_set_level(pc.config.debug);
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  log_set_rank(rank);
+  // Setting problems: once per job (rank 0), or on every rank when asked for more output.
+  if (rank == 0 || log_on(LogLevel::Info))
+    for (const auto &m : pc.messages) log_write(LogLevel::Warn, "%s", m.c_str());
+}
+
+}  // namespace
+
+namespace detail {
+
+bool init_slow() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  const int m = g_mode.load(std::memory_order_acquire);
+  if (m != static_cast<int>(Mode::Uninit)) return m == static_cast<int>(Mode::Active);
+  // Before MPI_Init or after MPI_Finalize: leave everything (including the error) to MPI.
+  if (!mpi_usable()) return false;
+
+  const ParsedConfig &pc = process_config();
+  apply_logging(pc);
+  if (!pc.config.enable) {
+    g_mode.store(static_cast<int>(Mode::Disabled), std::memory_order_release);
+    return false;
+  }
+  if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, teardown, &g_self_keyval, nullptr) != MPI_SUCCESS ||
+      PMPI_Comm_set_attr(MPI_COMM_SELF, g_self_keyval, nullptr) != MPI_SUCCESS) {
+    GCOLL_WARN("could not register the finalize hook; gcoll disabled for this process");
+    g_mode.store(static_cast<int>(Mode::Disabled), std::memory_order_release);
+    return false;
+  }
+  GCOLL_INFO("gcoll %s active", GCOLL_VERSION_STRING);
+  g_mode.store(static_cast<int>(Mode::Active), std::memory_order_release);
+  return true;
+}
+
+}  // namespace detail
+
+void before_finalize() {
+  if (!mpi_usable()) return;
+  const ParsedConfig &pc = process_config();
+  if (!pc.config.enable || pc.config.stats_file.empty()) return;
+  if (detail::g_mode.load() == static_cast<int>(Mode::Uninit)) detail::init_slow();
+
+  // Every rank takes part (MPI_Finalize is collective); ranks that never called a
+  // collective contribute zeros.
+  std::vector<std::uint64_t> mine = process_stats().snapshot(), sum(mine.size(), 0);
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (PMPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0,
+                  MPI_COMM_WORLD) != MPI_SUCCESS) {
+    GCOLL_WARN("stats: reduction over MPI_COMM_WORLD failed; no stats file written");
+    return;
+  }
+  if (rank != 0) return;
+  const std::string json = stats_to_json(sum);
+  const std::string tmp = pc.config.stats_file + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "w");
+  const bool written = f && std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  if (f && std::fclose(f) != 0) f = nullptr;
+  if (!written || !f || std::rename(tmp.c_str(), pc.config.stats_file.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    GCOLL_WARN("stats: could not write %s", pc.config.stats_file.c_str());
+    return;
+  }
+  GCOLL_INFO("stats written to %s", pc.config.stats_file.c_str());
+}
+
+}  // namespace gcoll
