@@ -25,15 +25,57 @@ const char *path_name(Path p) {
   return "?";
 }
 
+namespace {
+// This thread's block of the Stats object it used last (initial-exec: one TLS load, no
+// __tls_get_addr call, on every intercepted call).
+struct ThreadCache {
+  std::uint64_t owner = 0;
+  Stats::Block *block = nullptr;
+};
+thread_local ThreadCache tl_cache __attribute__((tls_model("initial-exec")));
+thread_local std::vector<std::pair<std::uint64_t, Stats::Block *>> tl_blocks;
+}  // namespace
+
+std::uint64_t Stats::next_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+Stats::~Stats() {
+  for (Block *b : blocks_) delete b;
+}
+
+Stats::Block &Stats::block() {
+  if (__builtin_expect(tl_cache.owner == id_, 1)) return *tl_cache.block;
+  return register_thread();
+}
+
+Stats::Block &Stats::register_thread() {
+  Block *b = nullptr;
+  for (auto &ob : tl_blocks)
+    if (ob.first == id_) b = ob.second;
+  if (!b) {
+    b = new Block;
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.push_back(b);
+    tl_blocks.emplace_back(id_, b);
+  }
+  tl_cache.owner = id_;
+  tl_cache.block = b;
+  return *b;
+}
+
 std::vector<std::uint64_t> Stats::snapshot() const {
-  std::vector<std::uint64_t> out(kCounters);
-  for (int k = 0; k < kCounters; ++k) out[k] = counters_[k].load(std::memory_order_relaxed);
+  std::vector<std::uint64_t> out(kCounters, 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Block *b : blocks_)
+    for (int k = 0; k < kCounters; ++k) out[k] += b->c[k].load(std::memory_order_relaxed);
   return out;
 }
 
 Stats &process_stats() {
-  static Stats s;
-  return s;
+  static Stats *s = new Stats;  // never destroyed: threads may still count during exit
+  return *s;
 }
 
 std::vector<std::uint64_t> stats_sum(const std::vector<std::vector<std::uint64_t>> &per_rank) {

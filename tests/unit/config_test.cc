@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include "base/config.h"
+
+namespace gcoll {
+namespace {
+
+const std::string *effective(const ParsedConfig &pc, const std::string &name) {
+  for (const auto &kv : pc.effective)
+    if (kv.first == name) return &kv.second;
+  return nullptr;
+}
+
+TEST(ConfigValues, Bool) {
+  bool b = false;
+  for (const char *t : {"1", "y", "YES", "true", "On", " 1 "}) {
+    b = false;
+    EXPECT_TRUE(parse_bool(t, &b)) << t;
+    EXPECT_TRUE(b) << t;
+  }
+  for (const char *t : {"0", "n", "no", "FALSE", "off"}) {
+    b = true;
+    EXPECT_TRUE(parse_bool(t, &b)) << t;
+    EXPECT_FALSE(b) << t;
+  }
+  for (const char *t : {"", "2", "yess", "enable", "-1"}) EXPECT_FALSE(parse_bool(t, &b)) << t;
+}
+
+TEST(ConfigValues, Int) {
+  long long v = 0;
+  EXPECT_TRUE(parse_int("42", &v));
+  EXPECT_EQ(v, 42);
+  EXPECT_TRUE(parse_int("-7", &v));
+  EXPECT_EQ(v, -7);
+  for (const char *t : {"", "4x", "1.5", "99999999999999999999", "abc"}) EXPECT_FALSE(parse_int(t, &v)) << t;
+}
+
+TEST(ConfigValues, Size) {
+  std::uint64_t v = 0;
+  EXPECT_TRUE(parse_size("4096", &v));
+  EXPECT_EQ(v, 4096u);
+  EXPECT_TRUE(parse_size("64K", &v));
+  EXPECT_EQ(v, 64u << 10);
+  EXPECT_TRUE(parse_size("1m", &v));
+  EXPECT_EQ(v, 1u << 20);
+  EXPECT_TRUE(parse_size("2GiB", &v));
+  EXPECT_EQ(v, 2ull << 30);
+  EXPECT_TRUE(parse_size("3tb", &v));
+  EXPECT_EQ(v, 3ull << 40);
+  for (const char *t : {"", "K", "-1", "1.5M", "12Q", "99999999999999999999", "20000000000T"})
+    EXPECT_FALSE(parse_size(t, &v)) << t;
+}
+
+TEST(ConfigTable, DefaultsParseAndMatchStruct) {
+  const ParsedConfig pc = parse_config({});
+  EXPECT_TRUE(pc.messages.empty());
+  const Config def;
+  EXPECT_EQ(pc.config.enable, def.enable);
+  EXPECT_EQ(pc.config.debug, def.debug);
+  EXPECT_EQ(pc.config.stats_file, def.stats_file);
+  ASSERT_EQ(pc.effective.size(), settings_table().size());
+  for (const auto &d : settings_table()) {
+    EXPECT_EQ(std::string(d.name).rfind("GCOLL_", 0), 0u) << d.name;
+    EXPECT_NE(std::string(d.help), "") << d.name;
+  }
+}
+
+TEST(ConfigTable, ValidValuesApply) {
+  const ParsedConfig pc =
+      parse_config({{"GCOLL_ENABLE", "off"}, {"GCOLL_DEBUG", "trace"}, {"GCOLL_STATS_FILE", "/tmp/x y.json"}});
+  EXPECT_TRUE(pc.messages.empty());
+  EXPECT_FALSE(pc.config.enable);
+  EXPECT_EQ(pc.config.debug, LogLevel::Trace);
+  EXPECT_EQ(pc.config.stats_file, "/tmp/x y.json");
+  EXPECT_EQ(*effective(pc, "GCOLL_ENABLE"), "0");
+  EXPECT_EQ(*effective(pc, "GCOLL_DEBUG"), "TRACE");  // canonical spelling
+}
+
+TEST(ConfigTable, BadValueKeepsDefaultAndNamesAcceptedValues) {
+  const ParsedConfig pc = parse_config({{"GCOLL_ENABLE", "maybe"}, {"GCOLL_DEBUG", "LOUD"}});
+  ASSERT_EQ(pc.messages.size(), 2u);
+  EXPECT_TRUE(pc.config.enable);
+  EXPECT_EQ(pc.config.debug, LogLevel::Warn);
+  bool saw_enable = false, saw_debug = false;
+  for (const auto &m : pc.messages) {
+    EXPECT_EQ(m.find('\n'), std::string::npos) << "one line: " << m;
+    if (m.find("GCOLL_ENABLE='maybe'") != std::string::npos && m.find("0|1") != std::string::npos) saw_enable = true;
+    if (m.find("GCOLL_DEBUG='LOUD'") != std::string::npos && m.find("WARN|INFO|TRACE") != std::string::npos)
+      saw_debug = true;
+  }
+  EXPECT_TRUE(saw_enable);
+  EXPECT_TRUE(saw_debug);
+}
+
+TEST(ConfigTable, UnknownNamesWarnedOnceEach) {
+  const ParsedConfig pc =
+      parse_config({{"GCOLL_ENABEL", "1"}, {"GCOLL_ENABEL", "1"}, {"GCOLL_FOO", "x"}, {"GCOLL_ENABLE", "1"}});
+  ASSERT_EQ(pc.messages.size(), 2u);
+  EXPECT_NE(pc.messages[0].find("GCOLL_ENABEL"), std::string::npos);
+  EXPECT_NE(pc.messages[1].find("GCOLL_FOO"), std::string::npos);
+  EXPECT_TRUE(pc.config.enable);
+}
+
+TEST(ConfigTable, EveryTypeRejectsGarbage) {
+  // Each setting in the table, given a value no type accepts except String.
+  for (const auto &d : settings_table()) {
+    const ParsedConfig pc = parse_config({{d.name, "\x01garbage"}});
+    if (d.type == SettingType::String) {
+      EXPECT_TRUE(pc.messages.empty()) << d.name;
+    } else {
+      ASSERT_EQ(pc.messages.size(), 1u) << d.name;
+      EXPECT_EQ(*effective(pc, d.name), *effective(parse_config({}), d.name)) << d.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gcoll
