@@ -69,7 +69,12 @@ std::string accepted(const SettingDef &d) {
         return "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
       return "an integer";
     }
-    case SettingType::Size: return "a byte count with optional K, M, G suffix (e.g. 4096, 64K, 1M)";
+    case SettingType::Size: {
+      long long lo, hi;
+      std::string r = "a byte count with optional K, M, G suffix (e.g. 4096, 64K, 1M)";
+      if (parse_range(d.choices, &lo, &hi)) r += " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      return r;
+    }
     case SettingType::Enum: return d.choices;
     case SettingType::String: return "any text";
   }
@@ -86,7 +91,12 @@ bool parse_value(const SettingDef &d, const std::string &raw, Value *v) {
       if (!parse_int(text, &v->i)) return false;
       return !parse_range(d.choices, &lo, &hi) || (v->i >= lo && v->i <= hi);
     }
-    case SettingType::Size: return parse_size(text, &v->size);
+    case SettingType::Size: {
+      long long lo, hi;
+      if (!parse_size(text, &v->size)) return false;
+      return !parse_range(d.choices, &lo, &hi) ||
+             (v->size >= static_cast<std::uint64_t>(lo) && v->size <= static_cast<std::uint64_t>(hi));
+    }
     case SettingType::Enum: {
       const auto options = split_choices(d.choices);
       for (size_t k = 0; k < options.size(); ++k) {
@@ -127,6 +137,25 @@ const std::vector<SettingDef> kSettings = {
      "If set, rank 0 of MPI_COMM_WORLD writes a JSON summary of all ranks' calls to this path "
      "at MPI_Finalize.",
      [](Config &c, const Value &v) { c.stats_file = v.s; }},
+    {"GCOLL_HOST_BUFFERS", SettingType::Enum, "mpi", "mpi|engine",
+     "Host-memory calls: mpi = the MPI's own collectives; engine = gcoll's node-aware algorithms "
+     "(shared memory inside a node, UCX between nodes).",
+     [](Config &c, const Value &v) { c.host_engine = v.choice == 1; }},
+    {"GCOLL_RANKS_PER_NODE", SettingType::Int, "0", "0:1048576",
+     "0: nodes are the machines. k > 0: cut each machine into virtual nodes of k consecutive local ranks "
+     "(runs the multi-node paths on one machine).",
+     [](Config &c, const Value &v) { c.ranks_per_node = static_cast<int>(v.i); }},
+    {"GCOLL_TUNE", SettingType::String, "", nullptr,
+     "Algorithm selection rules tried before the defaults, e.g. allreduce:0-64K:@rd,allreduce:64K-inf:@ring "
+     "(gcoll_info lists algorithms and defaults). Invalid rules are reported and ignored whole.",
+     [](Config &c, const Value &v) { c.tune = v.s; }},
+    {"GCOLL_CHUNK_SIZE", SettingType::Size, "1M", "4096:1073741824",
+     "Pipeline chunk of the engine; also each rank's shared-memory bank (node segment = 2 x ranks x chunk).",
+     [](Config &c, const Value &v) { c.chunk_size = v.size; }},
+    {"GCOLL_TIMEOUT", SettingType::Int, "0", "0:86400",
+     "Seconds an engine call waits for a peer before failing with MPI_ERR_OTHER; 0 = wait as long as the "
+     "peer lives (dead peers are detected either way).",
+     [](Config &c, const Value &v) { c.timeout_s = static_cast<int>(v.i); }},
 };
 
 }  // namespace

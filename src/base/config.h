@@ -17,6 +17,11 @@ struct Config {
   bool enable = true;
   LogLevel debug = LogLevel::Warn;
   std::string stats_file;
+  bool host_engine = false;          // GCOLL_HOST_BUFFERS=engine
+  int ranks_per_node = 0;            // 0: physical nodes
+  std::string tune;                  // user's selection rules (validated in src/coll/tune)
+  std::uint64_t chunk_size = 1 << 20;
+  int timeout_s = 0;                 // 0: no timeout
 };
 
 enum class SettingType { Bool, Int, Size, Enum, String };

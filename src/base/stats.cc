@@ -1,5 +1,6 @@
 #include "base/stats.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace gcoll {
@@ -78,6 +79,14 @@ Stats &process_stats() {
   return *s;
 }
 
+std::vector<std::uint64_t> Stats::snapshot_max() const {
+  std::vector<std::uint64_t> out(kMaxima, 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Block *b : blocks_)
+    for (int k = 0; k < kMaxima; ++k) out[k] = std::max<std::uint64_t>(out[k], b->max[k].load(std::memory_order_relaxed));
+  return out;
+}
+
 std::vector<std::uint64_t> stats_sum(const std::vector<std::vector<std::uint64_t>> &per_rank) {
   std::vector<std::uint64_t> sum(kCounters, 0);
   for (const auto &r : per_rank)
@@ -85,7 +94,8 @@ std::vector<std::uint64_t> stats_sum(const std::vector<std::vector<std::uint64_t
   return sum;
 }
 
-std::string stats_to_json(const std::vector<std::uint64_t> &agg) {
+std::string stats_to_json(const std::vector<std::uint64_t> &agg, const std::vector<std::uint64_t> &maxima,
+                          const std::vector<AlgoName> &algos) {
   std::ostringstream o;
   o << "{\n";
   for (int c = 0; c < kColls; ++c) {
@@ -95,8 +105,17 @@ std::string stats_to_json(const std::vector<std::uint64_t> &agg) {
     o << "  \"" << coll_name(static_cast<Coll>(c)) << "\": {"
       << "\"calls\": " << calls << ", \"engine\": " << at(Field::Engine)
       << ", \"staged\": " << at(Field::Staged) << ", \"passthrough\": " << at(Field::Passthrough)
-      << ", \"errors\": " << at(Field::Errors) << ", \"bytes\": " << at(Field::Bytes) << "}"
-      << (c + 1 < kColls ? ",\n" : "\n");
+      << ", \"errors\": " << at(Field::Errors) << ", \"bytes\": " << at(Field::Bytes)
+      << ", \"intra_node_bytes\": " << at(Field::IntraBytes) << ", \"inter_node_bytes\": " << at(Field::InterBytes)
+      << ", \"inter_node_steps_max\": " << (c < static_cast<int>(maxima.size()) ? maxima[c] : 0)
+      << ", \"algorithms\": {";
+    bool first = true;
+    for (size_t k = 0; k < algos.size() && k < static_cast<size_t>(kMaxAlgos); ++k) {
+      if (algos[k].coll != static_cast<Coll>(c)) continue;
+      o << (first ? "" : ", ") << "\"" << algos[k].name << "\": " << agg[kFields * kColls + k];
+      first = false;
+    }
+    o << "}}" << (c + 1 < kColls ? ",\n" : "\n");
   }
   o << "}\n";
   return o.str();

@@ -18,10 +18,27 @@ const char *path_name(Path p);  // "engine", "staged", "passthrough", "errors"
 
 // Fields of one collective's entry, in the order of the flat counter vector.
 // calls is derived (sum of the paths) so the hot path does two atomic adds.
-enum class Field : int { Engine = 0, Staged, Passthrough, Errors, Bytes, kCount };
+// intra/inter: bytes this rank sent inside its node / to other nodes (engine calls).
+enum class Field : int { Engine = 0, Staged, Passthrough, Errors, Bytes, IntraBytes, InterBytes, kCount };
 constexpr int kFields = static_cast<int>(Field::kCount);
 constexpr int kColls = static_cast<int>(Coll::kCount);
-constexpr int kCounters = kFields * kColls;
+constexpr int kMaxAlgos = 32;                            // engine algorithms, by table index
+constexpr int kCounters = kFields * kColls + kMaxAlgos;  // summed over ranks
+// Maxima over calls and ranks: inter-node steps (network sends) of one call, per collective.
+constexpr int kMaxima = kColls;
+
+// What the engine adds to a call's record.
+struct EngineRecord {
+  int algo = -1;                 // table index
+  std::uint64_t intra = 0, inter = 0;
+  int inter_steps = 0;
+};
+
+// Names for the JSON file: algorithm table index -> (collective, name).
+struct AlgoName {
+  Coll coll;
+  const char *name;
+};
 
 // Counters are per thread (one block per thread and Stats object, written only by its
 // thread with relaxed load+store: no lock-prefixed instruction on the hot path) and
@@ -30,6 +47,7 @@ class Stats {
  public:
   struct alignas(64) Block {
     std::atomic<std::uint64_t> c[kCounters] = {};
+    std::atomic<std::uint64_t> max[kMaxima] = {};
   };
 
   Stats() = default;
@@ -43,8 +61,19 @@ class Stats {
     bump(b.c[base + static_cast<int>(p)], 1);
     bump(b.c[base + static_cast<int>(Field::Bytes)], bytes);
   }
-  // Flat snapshot (kCounters values) for aggregation across ranks.
+  void record_engine(Coll c, const EngineRecord &r) {
+    Block &b = block();
+    const int base = static_cast<int>(c) * kFields;
+    bump(b.c[base + static_cast<int>(Field::IntraBytes)], r.intra);
+    bump(b.c[base + static_cast<int>(Field::InterBytes)], r.inter);
+    if (r.algo >= 0 && r.algo < kMaxAlgos) bump(b.c[kFields * kColls + r.algo], 1);
+    auto &m = b.max[static_cast<int>(c)];
+    if (static_cast<std::uint64_t>(r.inter_steps) > m.load(std::memory_order_relaxed))
+      m.store(static_cast<std::uint64_t>(r.inter_steps), std::memory_order_relaxed);
+  }
+  // Flat snapshots for aggregation across ranks: kCounters sums, kMaxima maxima.
   std::vector<std::uint64_t> snapshot() const;
+  std::vector<std::uint64_t> snapshot_max() const;
 
  private:
   static void bump(std::atomic<std::uint64_t> &x, std::uint64_t v) {
@@ -64,7 +93,8 @@ Stats &process_stats();
 // Element-wise sum of per-rank snapshots (what the MPI reduction computes).
 std::vector<std::uint64_t> stats_sum(const std::vector<std::vector<std::uint64_t>> &per_rank);
 
-// One JSON object keyed by collective name, from an aggregated snapshot.
-std::string stats_to_json(const std::vector<std::uint64_t> &aggregated);
+// One JSON object keyed by collective name, from aggregated snapshots.
+std::string stats_to_json(const std::vector<std::uint64_t> &sums, const std::vector<std::uint64_t> &maxima,
+                          const std::vector<AlgoName> &algos);
 
 }  // namespace gcoll

@@ -2,11 +2,17 @@
 
 #include <cstdint>
 
+#include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "coll/tune.h"
+#include "pmpi/comm_state.h"
 #include "pmpi/dispatch.h"
+#include "pmpi/engine_setup.h"
 #include "pmpi/errors.h"
+#include "pmpi/mpi_types.h"
 #include "pmpi/runtime.h"
+#include "ucx/transport.h"
 
 namespace gcoll {
 
@@ -21,23 +27,67 @@ std::uint64_t payload(int count, MPI_Datatype type) {
   return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size > 0 ? size : 0);
 }
 
+// Runs the engine for a call it supports. NotSupported (the same on every rank, before
+// any byte moved) sends the call to the MPI.
+Status run_engine(MPI_Comm comm, const CollArgs &a, EngineRecord *rec) {
+  CommState *cs = nullptr;
+  Engine *e = nullptr;
+  Status st = comm_state(comm, &cs);
+  if (ok(st)) st = engine_for(cs, &e);
+  if (!ok(st)) return st;
+  const Algorithm *algo = select_algorithm(user_tune_rules(), a, e->topo);
+  if (!algo) return Status::NotSupported;
+  const std::uint64_t intra0 = e->space->bytes_published, inter0 = e->rail ? e->rail->bytes_sent() : 0;
+  e->call_steps = 0;
+  st = algo->run(*e, a);
+  rec->algo = algorithm_index(algo);
+  rec->inter_steps = e->call_steps;
+  rec->intra = e->space->bytes_published - intra0;
+  rec->inter = (e->rail ? e->rail->bytes_sent() : 0) - inter0;
+  cs->seq.fetch_add(1, std::memory_order_relaxed);
+  GCOLL_TRACE("%s on communicator #%llu: @%s, %zu bytes, intra %llu, inter %llu", coll_name(a.coll),
+              static_cast<unsigned long long>(cs->id), algo->name, a.bytes(),
+              static_cast<unsigned long long>(rec->intra), static_cast<unsigned long long>(rec->inter));
+  return st;
+}
+
 // The one template method every collective goes through (the guard at the boundary):
 //   1. reject what the MPI would crash on, through the error handler;
-//   2. decide the path, the same on every rank, before any byte moves;
-//   3. run it; a path that answers NotSupported (decided from rank-uniform arguments,
-//      before anything moved) falls back to the MPI;
+//   2. decide the path, the same on every rank, before any byte moves: `prepare` fills
+//      the engine's arguments and says whether the engine supports the call (it never
+//      supports invalid arguments: those go to the MPI, which reports them as it does);
+//   3. run it; an engine answer of NotSupported (rank-uniform, before anything moved)
+//      falls back to the MPI; any other engine error goes to the error handler;
 //   4. count the call.
 // `mpi` runs the PMPI_* call; `bytes` gives the result size after success.
-template <class Mpi, class Bytes>
-int run(Coll coll, const char *func, MPI_Comm comm, Mpi &&mpi, Bytes &&bytes) {
+template <class Prepare, class Mpi, class Bytes>
+int run(Coll coll, const char *func, MPI_Comm comm, Prepare &&prepare, Mpi &&mpi, Bytes &&bytes) {
   Stats &stats = process_stats();
   if (comm == MPI_COMM_NULL) {  // Open MPI 4.1.4 segfaults on this in MPI_Allgather
     stats.record(coll, Path::Error, 0);
     return raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
   }
-  DispatchInput in;  // host memory; no engine yet: only passthrough is reachable
+  const Config &cfg = config();
+  DispatchInput in;  // host memory (device buffers come with the CUDA memory space)
+  in.host_buffers_engine = cfg.host_engine;
+  CollArgs args;
+  args.coll = coll;
+  if (in.host_buffers_engine) in.engine_supports = prepare(&args);
   Path path = decide(in);
-  if (path != Path::Passthrough) path = Path::Passthrough;  // NotSupported: no engine/staging built yet
+  if (path == Path::Engine) {
+    EngineRecord rec;
+    const Status st = run_engine(comm, args, &rec);
+    if (ok(st)) {
+      stats.record(coll, Path::Engine, bytes());
+      stats.record_engine(coll, rec);
+      return MPI_SUCCESS;
+    }
+    if (st != Status::NotSupported) {
+      stats.record(coll, Path::Error, 0);
+      return raise_error(comm, st, func, "the collective failed");
+    }
+    path = Path::Passthrough;
+  }
   const int rc = mpi();
   if (rc != MPI_SUCCESS) {
     stats.record(coll, Path::Error, 0);
@@ -49,20 +99,49 @@ int run(Coll coll, const char *func, MPI_Comm comm, Mpi &&mpi, Bytes &&bytes) {
   return rc;
 }
 
+bool valid_buffer(const void *p, int count) { return count == 0 || (p != nullptr && p != MPI_IN_PLACE); }
+
+int comm_size(MPI_Comm comm) {
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  return n;
+}
+
 }  // namespace
 
 int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   if (!library_active()) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  const auto prepare = [&](CollArgs *a) {
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    if (count < 0 || !map_reduction(datatype, op, &a->dtype, &a->op) || !valid_buffer(recvbuf, count) ||
+        (!in_place && !valid_buffer(sendbuf, count)) || (sendbuf == recvbuf && count > 1))
+      return false;
+    a->sendbuf = in_place ? nullptr : sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = static_cast<std::size_t>(count);
+    a->elem = dtype_size(a->dtype);
+    return true;
+  };
   return run(
-      Coll::Allreduce, "MPI_Allreduce", comm,
+      Coll::Allreduce, "MPI_Allreduce", comm, prepare,
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
       [&] { return payload(count, datatype); });
 }
 
 int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   if (!library_active()) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  const auto prepare = [&](CollArgs *a) {
+    if (count < 0 || !map_datatype(datatype, &a->dtype) || !valid_buffer(buffer, count) || root < 0 ||
+        root >= comm_size(comm))
+      return false;
+    a->recvbuf = buffer;
+    a->count = static_cast<std::size_t>(count);
+    a->root = root;
+    a->elem = dtype_size(a->dtype);
+    return true;
+  };
   return run(
-      Coll::Bcast, "MPI_Bcast", comm, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
+      Coll::Bcast, "MPI_Bcast", comm, prepare, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
       [&] { return payload(count, datatype); });
 }
 
@@ -70,8 +149,24 @@ int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
               MPI_Datatype recvtype, MPI_Comm comm) {
   if (!library_active())
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  const auto prepare = [&](CollArgs *a) {
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    DType st;
+    if (recvcount < 0 || !map_datatype(recvtype, &a->dtype) || !valid_buffer(recvbuf, recvcount)) return false;
+    a->elem = dtype_size(a->dtype);
+    if (!in_place) {
+      // The engine moves bytes: the send signature must carry exactly one block.
+      if (sendcount < 0 || !map_datatype(sendtype, &st) || !valid_buffer(sendbuf, sendcount) ||
+          static_cast<std::size_t>(sendcount) * dtype_size(st) != static_cast<std::size_t>(recvcount) * a->elem)
+        return false;
+    }
+    a->sendbuf = in_place ? nullptr : sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = static_cast<std::size_t>(recvcount);
+    return true;
+  };
   return run(
-      Coll::Allgather, "MPI_Allgather", comm,
+      Coll::Allgather, "MPI_Allgather", comm, prepare,
       [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
       [&] {
         int inter = 0, n = 0;

@@ -9,8 +9,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 #include "base/status.h"
+#include "coll/engine.h"
 
 namespace gcoll {
 
@@ -21,6 +24,11 @@ struct CommState {
   bool inter = false;
   std::uint64_t id = 0;               // process-local, for logs
   std::atomic<std::uint64_t> seq{0};  // collectives run through gcoll on this communicator
+
+  enum class EngineState { Untried, Ready, Unavailable };
+  std::mutex engine_mu;
+  EngineState engine_state = EngineState::Untried;
+  std::unique_ptr<Engine> engine;  // released with the state (communicator freed / finalize)
 };
 
 // Returns the state of `comm`, creating it (local work only, no communication).

@@ -11,7 +11,9 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "coll/engine.h"
 #include "pmpi/comm_state.h"
+#include "ucx/transport.h"
 
 namespace gcoll {
 
@@ -36,6 +38,7 @@ bool mpi_usable() {
 int teardown(MPI_Comm, int, void *, void *) {
   GCOLL_INFO("teardown in MPI_Finalize");
   release_all_comm_states();
+  ucx::finalize();
   detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);
   return MPI_SUCCESS;
 }
@@ -89,15 +92,20 @@ void before_finalize() {
   // Every rank takes part (MPI_Finalize is collective); ranks that never called a
   // collective contribute zeros.
   std::vector<std::uint64_t> mine = process_stats().snapshot(), sum(mine.size(), 0);
+  std::vector<std::uint64_t> mine_max = process_stats().snapshot_max(), max(mine_max.size(), 0);
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (PMPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0,
+                  MPI_COMM_WORLD) != MPI_SUCCESS ||
+      PMPI_Reduce(mine_max.data(), max.data(), static_cast<int>(mine_max.size()), MPI_UINT64_T, MPI_MAX, 0,
                   MPI_COMM_WORLD) != MPI_SUCCESS) {
     GCOLL_WARN("stats: reduction over MPI_COMM_WORLD failed; no stats file written");
     return;
   }
   if (rank != 0) return;
-  const std::string json = stats_to_json(sum);
+  std::vector<AlgoName> names;
+  for (const auto &a : algorithms()) names.push_back({a.coll, a.name});
+  const std::string json = stats_to_json(sum, max, names);
   const std::string tmp = pc.config.stats_file + ".tmp";
   FILE *f = std::fopen(tmp.c_str(), "w");
   const bool written = f && std::fwrite(json.data(), 1, json.size(), f) == json.size();

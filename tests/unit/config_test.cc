@@ -58,6 +58,11 @@ TEST(ConfigTable, DefaultsParseAndMatchStruct) {
   EXPECT_EQ(pc.config.enable, def.enable);
   EXPECT_EQ(pc.config.debug, def.debug);
   EXPECT_EQ(pc.config.stats_file, def.stats_file);
+  EXPECT_EQ(pc.config.host_engine, def.host_engine);
+  EXPECT_EQ(pc.config.ranks_per_node, def.ranks_per_node);
+  EXPECT_EQ(pc.config.tune, def.tune);
+  EXPECT_EQ(pc.config.chunk_size, def.chunk_size);
+  EXPECT_EQ(pc.config.timeout_s, def.timeout_s);
   ASSERT_EQ(pc.effective.size(), settings_table().size());
   for (const auto &d : settings_table()) {
     EXPECT_EQ(std::string(d.name).rfind("GCOLL_", 0), 0u) << d.name;
@@ -74,6 +79,30 @@ TEST(ConfigTable, ValidValuesApply) {
   EXPECT_EQ(pc.config.stats_file, "/tmp/x y.json");
   EXPECT_EQ(*effective(pc, "GCOLL_ENABLE"), "0");
   EXPECT_EQ(*effective(pc, "GCOLL_DEBUG"), "TRACE");  // canonical spelling
+}
+
+TEST(ConfigTable, EngineSettings) {
+  const ParsedConfig pc = parse_config({{"GCOLL_HOST_BUFFERS", "ENGINE"},
+                                        {"GCOLL_RANKS_PER_NODE", "3"},
+                                        {"GCOLL_CHUNK_SIZE", "64K"},
+                                        {"GCOLL_TIMEOUT", "30"},
+                                        {"GCOLL_TUNE", "allreduce:0-inf:@ring"}});
+  EXPECT_TRUE(pc.messages.empty());
+  EXPECT_TRUE(pc.config.host_engine);
+  EXPECT_EQ(pc.config.ranks_per_node, 3);
+  EXPECT_EQ(pc.config.chunk_size, 64u << 10);
+  EXPECT_EQ(pc.config.timeout_s, 30);
+  EXPECT_EQ(pc.config.tune, "allreduce:0-inf:@ring");
+}
+
+TEST(ConfigTable, RangesAreEnforced) {
+  const ParsedConfig pc =
+      parse_config({{"GCOLL_RANKS_PER_NODE", "-1"}, {"GCOLL_CHUNK_SIZE", "100"}, {"GCOLL_TIMEOUT", "x"}});
+  ASSERT_EQ(pc.messages.size(), 3u);
+  EXPECT_EQ(pc.config.ranks_per_node, 0);
+  EXPECT_EQ(pc.config.chunk_size, 1u << 20);
+  EXPECT_NE(pc.messages[0].find("[0, 1048576]"), std::string::npos) << pc.messages[0];
+  EXPECT_NE(pc.messages[1].find("[4096, 1073741824]"), std::string::npos) << pc.messages[1];
 }
 
 TEST(ConfigTable, BadValueKeepsDefaultAndNamesAcceptedValues) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -54,7 +55,7 @@ TEST(Stats, AggregationSumsRanksAndJsonHasEveryField) {
     ranks.push_back(s.snapshot());
   }
   const auto sum = stats_sum(ranks);
-  const std::string json = stats_to_json(sum);
+  const std::string json = stats_to_json(sum, std::vector<std::uint64_t>(kMaxima, 0), {});
   EXPECT_EQ(field(json, "allreduce", "calls"), 6u);
   EXPECT_EQ(field(json, "allreduce", "passthrough"), 6u);
   EXPECT_EQ(field(json, "allreduce", "bytes"), 48u);
@@ -65,10 +66,42 @@ TEST(Stats, AggregationSumsRanksAndJsonHasEveryField) {
   EXPECT_EQ(field(json, "allgather", "calls"), 1u);
   EXPECT_EQ(field(json, "allgather", "errors"), 1u);
   for (const char *c : {"allreduce", "bcast", "allgather"})
-    for (const char *k : {"calls", "engine", "staged", "passthrough", "errors", "bytes"})
+    for (const char *k : {"calls", "engine", "staged", "passthrough", "errors", "bytes", "intra_node_bytes",
+                          "inter_node_bytes", "inter_node_steps_max"})
       EXPECT_NE(field(json, c, k), ~0ull) << c << "." << k;
   EXPECT_EQ(json.front(), '{');
   EXPECT_EQ(json[json.find_last_not_of('\n')], '}');
+}
+
+TEST(Stats, EngineFieldsAlgorithmsAndMaxima) {
+  Stats a, b;
+  EngineRecord r;
+  r.algo = 1;
+  r.intra = 100;
+  r.inter = 40;
+  r.inter_steps = 3;
+  a.record(Coll::Allreduce, Path::Engine, 8);
+  a.record_engine(Coll::Allreduce, r);
+  r.inter_steps = 5;
+  r.algo = 0;
+  b.record(Coll::Allreduce, Path::Engine, 8);
+  b.record_engine(Coll::Allreduce, r);
+  r.inter_steps = 2;
+  r.algo = 2;
+  b.record(Coll::Bcast, Path::Engine, 8);
+  b.record_engine(Coll::Bcast, r);
+  const auto sum = stats_sum({a.snapshot(), b.snapshot()});
+  std::vector<std::uint64_t> max(kMaxima, 0);
+  for (const auto &m : {a.snapshot_max(), b.snapshot_max()})
+    for (int k = 0; k < kMaxima; ++k) max[k] = std::max(max[k], m[k]);
+  const std::string json = stats_to_json(sum, max, {{Coll::Allreduce, "x"}, {Coll::Allreduce, "y"}, {Coll::Bcast, "z"}});
+  EXPECT_EQ(field(json, "allreduce", "intra_node_bytes"), 200u);
+  EXPECT_EQ(field(json, "allreduce", "inter_node_bytes"), 80u);
+  EXPECT_EQ(field(json, "allreduce", "inter_node_steps_max"), 5u);
+  EXPECT_EQ(field(json, "bcast", "inter_node_steps_max"), 2u);
+  EXPECT_NE(json.find("\"algorithms\": {\"x\": 1, \"y\": 1}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"algorithms\": {\"z\": 1}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"allgather\": {\"calls\": 0"), std::string::npos) << json;
 }
 
 }  // namespace

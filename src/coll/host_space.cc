@@ -1,0 +1,169 @@
+#include "coll/host_space.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "base/log.h"
+#include "kernels/host_reduce.h"
+
+namespace gcoll {
+
+namespace {
+
+constexpr std::size_t kLine = 64;
+
+// One cache line per rank: its sync epoch and pid (for dead-peer detection).
+struct alignas(kLine) Control {
+  std::atomic<std::uint64_t> epoch;
+  std::int64_t pid;
+};
+
+class HostSpace final : public MemSpace {
+ public:
+  HostSpace(int lr, int n, const HostSpaceOptions &opt, void *base, std::size_t bytes)
+      : lr_(lr), n_(n), opt_(opt), base_(static_cast<char *>(base)), bytes_(bytes) {}
+  ~HostSpace() override { munmap(base_, bytes_); }
+
+  int local_rank() const override { return lr_; }
+  int local_size() const override { return n_; }
+  std::size_t capacity() const override { return opt_.bank_bytes; }
+
+  Status publish(std::size_t at, const void *src, std::size_t bytes) override {
+    if (at + bytes > opt_.bank_bytes) return Status::ErrInternal;
+    if (bytes) std::memcpy(bank(lr_, epoch_ & 1) + at, src, bytes);
+    bytes_published += bytes;
+    return Status::Ok;
+  }
+  void *publish_area(std::size_t at, std::size_t bytes) override {
+    bytes_published += bytes;
+    return bank(lr_, epoch_ & 1) + at;
+  }
+
+  Status sync() override {
+    const std::uint64_t e = ++epoch_;
+    control(lr_)->epoch.store(e, std::memory_order_release);
+    for (int p = 0; p < n_; ++p) {
+      if (p == lr_) continue;
+      Status st = wait_for(p, e);
+      if (!ok(st)) return st;
+    }
+    return Status::Ok;
+  }
+
+  const void *peer(int lr) const override { return bank(lr, (epoch_ - 1) & 1); }
+
+  Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) override {
+    return host_reduce(t, op, dst, srcs, m, count) ? Status::Ok : Status::NotSupported;
+  }
+  Status copy(void *dst, const void *src, std::size_t bytes) override {
+    if (bytes && dst != src) std::memcpy(dst, src, bytes);
+    return Status::Ok;
+  }
+
+ private:
+  Control *control(int lr) const { return reinterpret_cast<Control *>(base_) + lr; }
+  char *bank(int lr, std::uint64_t which) const {
+    const std::size_t data0 = n_ * sizeof(Control);
+    return base_ + data0 + (static_cast<std::size_t>(lr) * 2 + which) * opt_.bank_bytes;
+  }
+
+  // Spins briefly, then yields, then sleeps (oversubscribed nodes must let peers run);
+  // checks that the peer is alive about once a second.
+  Status wait_for(int p, std::uint64_t e) {
+    const auto start = std::chrono::steady_clock::now();
+    auto next_check = start + std::chrono::seconds(1);
+    for (unsigned spin = 0;; ++spin) {
+      if (control(p)->epoch.load(std::memory_order_acquire) >= e) return Status::Ok;
+      if (opt_.progress) opt_.progress();
+      if (spin < 64) continue;
+      if (spin < 4096) {
+        sched_yield();
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      const auto now = std::chrono::steady_clock::now();
+      if (now < next_check) continue;
+      next_check = now + std::chrono::seconds(1);
+      const pid_t pid = static_cast<pid_t>(control(p)->pid);
+      if (kill(pid, 0) != 0 && errno == ESRCH) {
+        GCOLL_WARN("node peer %d (pid %d) has died; the collective cannot complete", p, static_cast<int>(pid));
+        return Status::ErrTransport;
+      }
+      if (opt_.timeout_s > 0 && std::chrono::duration<double>(now - start).count() > opt_.timeout_s) {
+        GCOLL_WARN("node peer %d did not arrive within %.0f s (GCOLL_TIMEOUT)", p, opt_.timeout_s);
+        return Status::ErrTransport;
+      }
+    }
+  }
+
+  int lr_, n_;
+  HostSpaceOptions opt_;
+  char *base_;
+  std::size_t bytes_;
+  std::uint64_t epoch_ = 0;
+};
+
+std::atomic<unsigned> g_segment_counter{0};
+
+}  // namespace
+
+Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::unique_ptr<MemSpace> *out) {
+  int lr, n;
+  PMPI_Comm_rank(node_comm, &lr);
+  PMPI_Comm_size(node_comm, &n);
+  const std::size_t bytes = n * sizeof(Control) + static_cast<std::size_t>(n) * 2 * opt.bank_bytes;
+
+  // Local rank 0 creates the segment; everyone learns its name (empty name: failure).
+  char name[64] = "";
+  if (lr == 0) {
+    std::snprintf(name, sizeof name, "/gcoll.%d.%u", static_cast<int>(getpid()), g_segment_counter++);
+    const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      GCOLL_WARN("shared memory segment %s of %zu bytes: %s", name, bytes, std::strerror(errno));
+      if (fd >= 0) {
+        close(fd);
+        shm_unlink(name);
+      }
+      name[0] = '\0';
+    } else {
+      close(fd);
+    }
+  }
+  PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node_comm);
+  if (name[0] == '\0') return Status::ErrNoMem;
+
+  void *base = MAP_FAILED;
+  const int fd = shm_open(name, O_RDWR, 0600);
+  if (fd >= 0) {
+    base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+  }
+  int mapped = base != MAP_FAILED, all_mapped = 0;
+  if (mapped) {
+    auto *c = reinterpret_cast<Control *>(static_cast<char *>(base) + lr * sizeof(Control));
+    c->epoch.store(0, std::memory_order_relaxed);
+    c->pid = getpid();
+  }
+  // Everyone mapped (or failed): unlink now, so a killed job leaves nothing behind.
+  PMPI_Allreduce(&mapped, &all_mapped, 1, MPI_INT, MPI_MIN, node_comm);
+  if (lr == 0) shm_unlink(name);
+  if (!all_mapped) {
+    if (mapped) munmap(base, bytes);
+    GCOLL_WARN("could not map the node's shared memory segment %s", name);
+    return Status::ErrNoMem;
+  }
+  out->reset(new HostSpace(lr, n, opt, base, bytes));
+  return Status::Ok;
+}
+
+}  // namespace gcoll

@@ -1,0 +1,45 @@
+// The algorithm table: name, one-line description, supports(), run().
+#include "coll/algorithms.h"
+#include "ucx/transport.h"
+
+namespace gcoll {
+
+Engine::~Engine() = default;
+
+namespace {
+
+bool any(const CollArgs &, const Topology &) { return true; }
+
+}  // namespace
+
+const std::vector<Algorithm> &algorithms() {
+  static const std::vector<Algorithm> table = {
+      {Coll::Allreduce, "oneshot",
+       "each rank reduces the whole message from all node peers; recursive doubling between nodes on every rail",
+       any, allreduce_oneshot},
+      {Coll::Allreduce, "rd",
+       "intra-node reduce-scatter, recursive doubling of each slice along its rail, intra-node allgather", any,
+       allreduce_rd},
+      {Coll::Allreduce, "ring",
+       "intra-node reduce-scatter, ring allreduce of each slice along its rail, intra-node allgather", any,
+       allreduce_ring},
+      {Coll::Bcast, "binomial", "binomial tree between nodes along one rail, then intra-node copy", any,
+       bcast_binomial},
+      {Coll::Bcast, "scatter_ag",
+       "intra-node scatter over all rails, binomial between nodes on every rail, intra-node allgather", any,
+       bcast_scatter_ag},
+      {Coll::Allgather, "ring", "intra-node exchange, ring between nodes on every rail", any, allgather_ring},
+      {Coll::Allgather, "bruck", "intra-node exchange, Bruck between nodes on every rail", any, allgather_bruck},
+  };
+  return table;
+}
+
+const Algorithm *find_algorithm(Coll c, const std::string &name) {
+  for (const auto &a : algorithms())
+    if (a.coll == c && name == a.name) return &a;
+  return nullptr;
+}
+
+int algorithm_index(const Algorithm *a) { return static_cast<int>(a - algorithms().data()); }
+
+}  // namespace gcoll

@@ -1,0 +1,102 @@
+#include "coll/tune.h"
+
+#include <sstream>
+
+#include "base/config.h"
+
+namespace gcoll {
+
+const char *const kDefaultTune =
+    "allreduce:0-16K:@oneshot,allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,"
+    "bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
+    "allgather:0-16K:@bruck,allgather:16K-inf:@ring";
+
+namespace {
+
+bool parse_coll(const std::string &s, Coll *c) {
+  for (int k = 0; k < kColls; ++k)
+    if (s == coll_name(static_cast<Coll>(k))) {
+      *c = static_cast<Coll>(k);
+      return true;
+    }
+  return false;
+}
+
+bool parse_bound(const std::string &s, std::uint64_t *v) {
+  if (s == "inf") {
+    *v = UINT64_MAX;
+    return true;
+  }
+  return parse_size(s, v);
+}
+
+bool parse_rule(const std::string &r, TuneRule *out, std::string *error) {
+  const size_t c1 = r.find(':'), c2 = r.find(':', c1 == std::string::npos ? 0 : c1 + 1);
+  if (c1 == std::string::npos || c2 == std::string::npos) {
+    *error = "'" + r + "' is not coll:lo-hi:@algorithm";
+    return false;
+  }
+  const std::string coll = r.substr(0, c1), range = r.substr(c1 + 1, c2 - c1 - 1), algo = r.substr(c2 + 1);
+  if (!parse_coll(coll, &out->coll)) {
+    *error = "unknown collective '" + coll + "' in '" + r + "'";
+    return false;
+  }
+  const size_t dash = range.find('-');
+  if (dash == std::string::npos || !parse_bound(range.substr(0, dash), &out->lo) ||
+      !parse_bound(range.substr(dash + 1), &out->hi) || out->lo >= out->hi) {
+    *error = "bad size range '" + range + "' in '" + r + "' (expected lo-hi with lo < hi, e.g. 0-64K, 1M-inf)";
+    return false;
+  }
+  if (algo.size() < 2 || algo[0] != '@' || !(out->algo = find_algorithm(out->coll, algo.substr(1)))) {
+    std::string names;
+    for (const auto &a : algorithms())
+      if (a.coll == out->coll) names += std::string(names.empty() ? "" : ", ") + "@" + a.name;
+    *error = "unknown algorithm '" + algo + "' for " + coll + " (known: " + names + ")";
+    return false;
+  }
+  return true;
+}
+
+const std::vector<TuneRule> &default_rules() {
+  static const std::vector<TuneRule> rules = [] {
+    std::vector<TuneRule> r;
+    std::string err;
+    parse_tune(kDefaultTune, &r, &err);  // unit-tested to parse
+    return r;
+  }();
+  return rules;
+}
+
+const Algorithm *first_match(const std::vector<TuneRule> &rules, const CollArgs &a, const Topology &t) {
+  const std::uint64_t b = a.bytes();
+  for (const auto &r : rules)
+    if (r.coll == a.coll && b >= r.lo && b < r.hi && r.algo->supports(a, t)) return r.algo;
+  return nullptr;
+}
+
+}  // namespace
+
+bool parse_tune(const std::string &text, std::vector<TuneRule> *out, std::string *error) {
+  std::vector<TuneRule> rules;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    TuneRule r{};
+    if (!parse_rule(item, &r, error)) return false;
+    rules.push_back(r);
+  }
+  *out = std::move(rules);
+  return true;
+}
+
+const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t) {
+  if (const Algorithm *x = first_match(user, a, t)) return x;
+  if (const Algorithm *x = first_match(default_rules(), a, t)) return x;
+  // Sizes no rule covers: any algorithm of the collective that supports the call.
+  for (const auto &algo : algorithms())
+    if (algo.coll == a.coll && algo.supports(a, t)) return &algo;
+  return nullptr;
+}
+
+}  // namespace gcoll

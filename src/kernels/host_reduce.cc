@@ -1,0 +1,206 @@
+#include "kernels/host_reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/functors.h"
+
+namespace gcoll {
+
+namespace {
+
+// Elements are reduced in blocks of this many bytes: the destination block stays in L1
+// while each source streams through it once.
+constexpr std::size_t kBlockBytes = 8192;
+
+struct Job {
+  void *dst;
+  const void *const *srcs;
+  int m;
+  std::size_t count;
+};
+
+template <class T>
+const T *src_at(const Job &j, int s, std::size_t first) {
+  return static_cast<const T *>(j.srcs[s]) + first;
+}
+
+// d[i] = op(a[i], b[i]); no overlap (__restrict lets the compiler vectorise without
+// runtime alias checks).
+template <class T, class Op>
+void fold_pair(T *__restrict d, const T *__restrict a, const T *__restrict b, std::size_t n) {
+  const Op op;
+  for (std::size_t i = 0; i < n; ++i) d[i] = op(a[i], b[i]);
+}
+
+// d[i] = op(d[i], x[i]); no overlap.
+template <class T, class Op>
+void fold_into(T *__restrict d, const T *__restrict x, std::size_t n) {
+  const Op op;
+  for (std::size_t i = 0; i < n; ++i) d[i] = op(d[i], x[i]);
+}
+
+// One block, all pointers aligned for T; d may be source 0 itself.
+template <class T, class Op>
+void fold_block(const Job &j, std::size_t first, std::size_t n) {
+  T *d = static_cast<T *>(j.dst) + first;
+  const T *a = src_at<T>(j, 0, first);
+  const T *b = src_at<T>(j, 1, first);
+  if (d == a) {
+    fold_into<T, Op>(d, b, n);
+  } else {
+    fold_pair<T, Op>(d, a, b, n);
+  }
+  for (int s = 2; s < j.m; ++s) fold_into<T, Op>(d, src_at<T>(j, s, first), n);
+}
+
+// One block, some pointer misaligned for T: the same fold through aligned copies.
+template <class T, class Op>
+void fold_block_unaligned(const Job &j, std::size_t first, std::size_t n) {
+  constexpr std::size_t kBlock = kBlockBytes / sizeof(T);
+  const Op op;
+  T acc[kBlock];
+  T x[kBlock];
+  const std::size_t bytes = n * sizeof(T);
+  const unsigned char *s0 = static_cast<const unsigned char *>(j.srcs[0]);
+  std::memcpy(acc, s0 + first * sizeof(T), bytes);
+  for (int s = 1; s < j.m; ++s) {
+    const unsigned char *sk = static_cast<const unsigned char *>(j.srcs[s]);
+    std::memcpy(x, sk + first * sizeof(T), bytes);
+    for (std::size_t i = 0; i < n; ++i) acc[i] = op(acc[i], x[i]);
+  }
+  std::memcpy(static_cast<unsigned char *>(j.dst) + first * sizeof(T), acc, bytes);
+}
+
+template <class T>
+bool aligned_for(const Job &j) {
+  auto misaligned = [](const void *p) {
+    return reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0;
+  };
+  if (misaligned(j.dst)) return false;
+  for (int s = 0; s < j.m; ++s) {
+    if (misaligned(j.srcs[s])) return false;
+  }
+  return true;
+}
+
+template <class T, class Op>
+bool run(const Job &j) {
+  if (j.m == 1) {
+    host_copy(j.dst, j.srcs[0], j.count * sizeof(T));
+    return true;
+  }
+  constexpr std::size_t kBlock = kBlockBytes / sizeof(T);
+  static_assert(kBlock > 0, "element larger than a block");
+  const bool aligned = aligned_for<T>(j);
+  for (std::size_t first = 0; first < j.count; first += kBlock) {
+    const std::size_t n = std::min(kBlock, j.count - first);
+    if (aligned) {
+      fold_block<T, Op>(j, first, n);
+    } else {
+      fold_block_unaligned<T, Op>(j, first, n);
+    }
+  }
+  return true;
+}
+
+// The op sets of the MPI type classes (see op_supported); each instantiates only the
+// ops defined for its types.
+template <class T>
+bool integer_ops(ROp op, const Job &j) {
+  switch (op) {
+    case ROp::Sum: return run<T, Sum<T>>(j);
+    case ROp::Prod: return run<T, Prod<T>>(j);
+    case ROp::Max: return run<T, Max<T>>(j);
+    case ROp::Min: return run<T, Min<T>>(j);
+    case ROp::Land: return run<T, Land<T>>(j);
+    case ROp::Lor: return run<T, Lor<T>>(j);
+    case ROp::Lxor: return run<T, Lxor<T>>(j);
+    case ROp::Band: return run<T, Band<T>>(j);
+    case ROp::Bor: return run<T, Bor<T>>(j);
+    case ROp::Bxor: return run<T, Bxor<T>>(j);
+    default: return false;
+  }
+}
+
+template <class T>
+bool floating_ops(ROp op, const Job &j) {
+  switch (op) {
+    case ROp::Sum: return run<T, Sum<T>>(j);
+    case ROp::Prod: return run<T, Prod<T>>(j);
+    case ROp::Max: return run<T, Max<T>>(j);
+    case ROp::Min: return run<T, Min<T>>(j);
+    default: return false;
+  }
+}
+
+template <class T>
+bool complex_ops(ROp op, const Job &j) {
+  switch (op) {
+    case ROp::Sum: return run<T, Sum<T>>(j);
+    case ROp::Prod: return run<T, Prod<T>>(j);
+    default: return false;
+  }
+}
+
+template <class T>
+bool logical_ops(ROp op, const Job &j) {
+  switch (op) {
+    case ROp::Land: return run<T, Land<T>>(j);
+    case ROp::Lor: return run<T, Lor<T>>(j);
+    case ROp::Lxor: return run<T, Lxor<T>>(j);
+    default: return false;
+  }
+}
+
+template <class T>
+bool pair_ops(ROp op, const Job &j) {
+  switch (op) {
+    case ROp::Minloc: return run<T, Minloc<T>>(j);
+    case ROp::Maxloc: return run<T, Maxloc<T>>(j);
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool host_reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) {
+  if (m < 1) return false;
+  const Job j{dst, srcs, m, count};
+  switch (t) {
+    case DType::Int8: return integer_ops<std::int8_t>(op, j);
+    case DType::Int16: return integer_ops<std::int16_t>(op, j);
+    case DType::Int32: return integer_ops<std::int32_t>(op, j);
+    case DType::Int64: return integer_ops<std::int64_t>(op, j);
+    case DType::Uint8: return integer_ops<std::uint8_t>(op, j);
+    case DType::Uint16: return integer_ops<std::uint16_t>(op, j);
+    case DType::Uint32: return integer_ops<std::uint32_t>(op, j);
+    case DType::Uint64: return integer_ops<std::uint64_t>(op, j);
+    case DType::Float: return floating_ops<float>(op, j);
+    case DType::Double: return floating_ops<double>(op, j);
+    case DType::LongDouble: return floating_ops<long double>(op, j);
+    case DType::Half: return floating_ops<HalfBits>(op, j);
+    case DType::BFloat16: return floating_ops<BF16Bits>(op, j);
+    case DType::CFloatComplex: return complex_ops<Complex<float>>(op, j);
+    case DType::CDoubleComplex: return complex_ops<Complex<double>>(op, j);
+    case DType::Bool: return logical_ops<std::uint8_t>(op, j);  // C _Bool, nonzero is true
+    case DType::FloatInt: return pair_ops<Pair<float, int>>(op, j);
+    case DType::DoubleInt: return pair_ops<Pair<double, int>>(op, j);
+    case DType::LongInt: return pair_ops<Pair<long, int>>(op, j);
+    case DType::IntInt: return pair_ops<Pair<int, int>>(op, j);
+    case DType::ShortInt: return pair_ops<Pair<short, int>>(op, j);
+    case DType::LongDoubleInt: return pair_ops<Pair<long double, int>>(op, j);
+    case DType::FloatFloat: return pair_ops<Pair<float, float>>(op, j);
+    case DType::DoubleDouble: return pair_ops<Pair<double, double>>(op, j);
+    case DType::kCount: break;
+  }
+  return false;
+}
+
+void host_copy(void *dst, const void *src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  std::memmove(dst, src, bytes);
+}
+
+}  // namespace gcoll

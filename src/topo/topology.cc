@@ -1,0 +1,73 @@
+#include "topo/topology.h"
+
+#include <algorithm>
+#include <map>
+
+namespace gcoll {
+
+Topology::~Topology() {
+  int finalized = 0;
+  PMPI_Finalized(&finalized);
+  if (finalized) return;
+  if (node_comm != MPI_COMM_NULL) PMPI_Comm_free(&node_comm);
+  if (rail_comm != MPI_COMM_NULL) PMPI_Comm_free(&rail_comm);
+}
+
+void compute_layout(const std::vector<int> &node_key, int my_rank, Topology *t) {
+  const int n = static_cast<int>(node_key.size());
+  t->size = n;
+  t->rank = my_rank;
+  // Node index by first appearance in comm-rank order = by lowest comm rank.
+  std::map<int, int> index_of_key;
+  t->members.clear();
+  t->node_of.assign(n, 0);
+  t->local_of.assign(n, 0);
+  for (int r = 0; r < n; ++r) {
+    auto it = index_of_key.find(node_key[r]);
+    if (it == index_of_key.end()) {
+      it = index_of_key.emplace(node_key[r], static_cast<int>(t->members.size())).first;
+      t->members.emplace_back();
+    }
+    t->node_of[r] = it->second;
+    t->local_of[r] = static_cast<int>(t->members[it->second].size());
+    t->members[it->second].push_back(r);
+  }
+  t->num_nodes = static_cast<int>(t->members.size());
+  t->node = t->node_of[my_rank];
+  t->local_rank = t->local_of[my_rank];
+  t->local_size = t->node_size(t->node);
+  t->min_local = n;
+  for (const auto &m : t->members) t->min_local = std::min(t->min_local, static_cast<int>(m.size()));
+}
+
+Status build_topology(MPI_Comm comm, int ranks_per_node, Topology *t) {
+  int rank, size;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  // Physical node, then the virtual node inside it.
+  MPI_Comm phys = MPI_COMM_NULL;
+  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &phys) != MPI_SUCCESS)
+    return Status::ErrInternal;
+  int prank = 0;
+  PMPI_Comm_rank(phys, &prank);
+  const int vcolor = ranks_per_node > 0 ? prank / ranks_per_node : 0;
+  MPI_Comm node = MPI_COMM_NULL;
+  const int rc = PMPI_Comm_split(phys, vcolor, prank, &node);
+  PMPI_Comm_free(&phys);
+  if (rc != MPI_SUCCESS) return Status::ErrInternal;
+  // Node key = lowest comm rank in the node; everyone learns everyone's key.
+  int key = rank;
+  PMPI_Allreduce(MPI_IN_PLACE, &key, 1, MPI_INT, MPI_MIN, node);
+  std::vector<int> keys(size);
+  if (PMPI_Allgather(&key, 1, MPI_INT, keys.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
+    PMPI_Comm_free(&node);
+    return Status::ErrInternal;
+  }
+  compute_layout(keys, rank, t);
+  t->node_comm = node;
+  const int color = t->has_rail() ? t->local_rank : MPI_UNDEFINED;
+  if (PMPI_Comm_split(comm, color, t->node, &t->rail_comm) != MPI_SUCCESS) return Status::ErrInternal;
+  return Status::Ok;
+}
+
+}  // namespace gcoll

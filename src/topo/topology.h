@@ -1,0 +1,54 @@
+// Node structure of a communicator: which ranks share a node (physical, or virtual with
+// GCOLL_RANKS_PER_NODE), the node communicator, and the rails.
+//
+// Nodes are numbered by their lowest communicator rank, local ranks by communicator rank
+// order inside the node, so every rank computes the same layout.
+//
+// Rails and uneven nodes: with L_min = the smallest node's size, rail j (j < L_min) is
+// the communicator of local rank j of every node (rail rank = node index). Every node has
+// all L_min rails. A rank whose local rank is >= L_min has no rail: it contributes its
+// data inside its node and receives results from its node's rail ranks.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "base/status.h"
+
+namespace gcoll {
+
+struct Topology {
+  int size = 0, rank = 0;                // in the communicator
+  int num_nodes = 0, node = 0;           // my node's index
+  int local_size = 0, local_rank = 0;    // in my node
+  int min_local = 0;                     // L_min: number of rails
+  std::vector<int> node_of;              // comm rank -> node index
+  std::vector<int> local_of;             // comm rank -> local rank
+  std::vector<std::vector<int>> members; // node index -> comm ranks by local rank
+  MPI_Comm node_comm = MPI_COMM_NULL;    // my node's ranks (by local rank)
+  MPI_Comm rail_comm = MPI_COMM_NULL;    // my rail (by node index), or MPI_COMM_NULL
+
+  bool has_rail() const { return local_rank < min_local; }
+  bool uneven() const {  // some node has ranks without a rail
+    for (const auto &m : members)
+      if (static_cast<int>(m.size()) != min_local) return true;
+    return false;
+  }
+  int node_size(int n) const { return static_cast<int>(members[n].size()); }
+  Topology() = default;
+  Topology(const Topology &) = delete;
+  Topology &operator=(const Topology &) = delete;
+  ~Topology();
+};
+
+// Collective over `comm`. ranks_per_node = 0: physical nodes; k > 0: each physical node
+// is cut into virtual nodes of k consecutive local ranks (the last may be smaller).
+Status build_topology(MPI_Comm comm, int ranks_per_node, Topology *out);
+
+// Pure layout computation from each rank's (node key, order key), for tests:
+// node_key identifies the node (equal keys = same node); ranks of a node are ordered by
+// comm rank. Fills everything but the communicators.
+void compute_layout(const std::vector<int> &node_key, int my_rank, Topology *t);
+
+}  // namespace gcoll

@@ -1,0 +1,152 @@
+// UCX transport: one process-wide UCP context and worker, tagged point-to-point messages
+// on host memory between the ranks of a "group" (the ranks of an MPI communicator).
+//
+// Tag layout (64-bit UCP tag; receives match all 64 bits, there is no wildcard):
+//   bits 63..52  group id     (12 bits; agreed at Group::create, unique among the
+//                              groups alive at the same time on every member)
+//   bits 51..32  source rank  (20 bits; rank of the sender in the group)
+//   bits 31..0   caller tag   (the `tag` argument)
+// so messages of different groups, sources and caller tags never match each other.
+//
+// Endpoints: one UCP endpoint per peer *process*, created on first use (isend or irecv
+// to/from that peer) and shared by every group that contains the peer; they live until
+// finalize(). Creating and destroying groups therefore costs no connections after the
+// first one, and does not pile up half-closed endpoints inside UCX.
+//
+// Failures: endpoints use UCP_ERR_HANDLING_MODE_PEER (unless Options say otherwise), so a
+// dead peer makes its requests fail instead of hanging (tcp: at once, through the socket;
+// shared memory: through UCX keepalive, UCX_KEEPALIVE_INTERVAL, 20 s by default). PEER
+// mode drops the shared-memory transports of UCX 1.13 unless MM_ERROR_HANDLING=y: init()
+// sets it on its own ucp_config_t (ucp_config_modify; no environment change) when UCX_TLS
+// allows a shared-memory transport and the user did not set UCX_MM_ERROR_HANDLING. A
+// peer that only transports without failure support reach is connected in NONE mode.
+// A peer whose endpoint failed, or whose endpoint had to be torn down because a send to
+// it could not be cancelled after a timeout, is "lost" for the rest of the process:
+// later operations to it fail at once with ErrTransport.
+//
+// Threads: init() is once-only and thread-safe. Under MPI_THREAD_MULTIPLE the worker is
+// created with UCS_THREAD_MODE_MULTI and different groups may be used from different
+// threads at the same time (one group from one thread at a time, as MPI requires for a
+// communicator's collectives).
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+
+namespace gcoll::ucx {
+
+struct Options {
+  // true: endpoints use UCP_ERR_HANDLING_MODE_PEER (a dead peer fails its requests; on
+  // UCX 1.13 this drops CMA, so same-host rendezvous is copied through shared memory,
+  // several times slower). false: UCP_ERR_HANDLING_MODE_NONE (fastest transports; a dead
+  // peer is noticed only through wait()'s timeout).
+  bool peer_failure_detection = true;
+};
+
+// Process-wide UCP context + worker, created on first use. Idempotent; a failure is
+// remembered (later calls return the same status without retrying) until finalize().
+// The options of the first call that creates the context apply; later calls (and the
+// implicit calls from Group::create) do not change them.
+Status init();  // = init(Options{})
+Status init(const Options &options);
+// Closes all endpoints (flush, bounded in time), destroys the worker and the context.
+// Groups still alive become unusable (their operations return ErrInternal); requests still
+// outstanding must not be used afterwards. Call it while MPI still works, after the
+// last wait(). Safe to call when init() never ran; init() may be called again after it.
+void finalize();
+// ucp_context_query(UCP_ATTR_FIELD_MEMORY_TYPES) reports CUDA memory. Calls init().
+bool supports_cuda_memory();
+// One call of ucp_worker_progress (0 when not initialised). For code that waits on
+// something else (flags in shared memory, an MPI request) while peers may need us.
+unsigned progress();
+// PMPI_Ibarrier on comm, polled together with the worker's progress, so that peers whose
+// protocols need this process's progress (emulated RMA, rendezvous over tcp/shm) are not
+// blocked by a plain PMPI_Barrier. ErrTransport after timeout_s without completion
+// (0 = no timeout; the barrier request then stays incomplete: the communicator is broken).
+Status progress_barrier(MPI_Comm comm, double timeout_s);
+
+class Group;
+
+// One nonblocking operation. Plain value type: default-constructed = inactive. Every
+// request that isend()/irecv() returned Ok for must be passed to wait() (or cancel())
+// before its buffer is reused; after that it is finished and may be reused.
+struct Request {
+  enum class Kind : std::uint8_t { None, Send, Recv };
+  void *handle = nullptr;  // UCP request while outstanding, else nullptr
+  Group *group = nullptr;
+  int peer = -1;
+  std::uint32_t tag = 0;
+  std::size_t bytes = 0;
+  Kind kind = Kind::None;
+  bool done = true;
+  Status status = Status::Ok;  // final status once done
+};
+
+struct PeerEntry;  // process-wide endpoint cache entry (transport.cc)
+
+// A group of processes = the ranks of an (intra)communicator.
+class Group {
+ public:
+  // Collective over comm (every rank must call it, also when its own init() fails: all
+  // ranks then return the same error). Uses PMPI_Allreduce twice (or more, rarely) and
+  // PMPI_Allgather + PMPI_Allgatherv once. Errors: ErrComm (null/inter communicator),
+  // NotSupported (more than 2^20 ranks), ErrTransport (UCX init failed on some rank),
+  // ErrNoMem (4096 groups alive in this process), ErrInternal (an MPI call failed).
+  static Status create(MPI_Comm comm, std::unique_ptr<Group> *out);
+  // Local. Outstanding requests of this group must have been waited for. Never blocks
+  // (endpoints are process-wide, see above).
+  ~Group();
+  Group(const Group &) = delete;
+  Group &operator=(const Group &) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::uint32_t id() const { return id_; }  // the agreed group id (tag bits 63..52)
+
+  // Nonblocking tagged messages on host memory. peer may be rank() itself. A receive must
+  // match a message of exactly `bytes` bytes (a longer or shorter message fails the
+  // request with ErrInternal: the ranks disagree on the schedule). On an immediate
+  // failure the request is left done with that status and the error is returned.
+  Status isend(int peer, const void *buf, std::size_t bytes, std::uint32_t tag, Request *req);
+  Status irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, Request *req);
+  // Progresses the worker until all n requests are done. The requests may belong to any
+  // group. Returns Ok, or the first failure: ErrTransport (peer unreachable/lost, request
+  // failed, or nothing completed for timeout_s seconds; 0 = no timeout), ErrInternal
+  // (size mismatch). On failure the remaining requests are cancelled (receives:
+  // ucp_request_cancel; sends, which UCX cannot cancel: the endpoint to their peer is
+  // force-closed and the peer becomes lost) so that, when wait returns, UCX no longer
+  // touches any of the n buffers. One log line per failure names the peer and the
+  // operation.
+  Status wait(Request *reqs, int n, double timeout_s);
+  // Abandons requests: like the failure path of wait() (no error is logged). Returns Ok
+  // when every request ended (completed or cancelled) without touching the peers' state.
+  static Status cancel(Request *reqs, int n);
+  Status sendrecv(int dst, const void *sbuf, std::size_t sbytes, int src, void *rbuf,
+                  std::size_t rbytes, std::uint32_t tag, double timeout_s);
+
+  // Bytes this process posted for sending through this group.
+  std::uint64_t bytes_sent() const;
+
+ private:
+  Group() = default;
+  PeerEntry *peer_entry(int peer);  // creates the endpoint on first use; nullptr if lost
+  std::uint64_t make_tag(int src, std::uint32_t tag) const;
+
+  int rank_ = 0;
+  int size_ = 0;
+  std::uint32_t id_ = 0;
+  std::uint64_t epoch_ = 0;              // transport epoch (finalize() bumps it)
+  std::vector<PeerEntry *> peers_;       // by group rank, process-wide entries
+  std::vector<int> world_ranks_;         // for log lines
+  std::atomic<std::uint64_t> bytes_sent_{0};
+  friend struct GroupAccess;
+};
+
+}  // namespace gcoll::ucx
