@@ -26,16 +26,15 @@ const char *path_name(Path p) {
   return "?";
 }
 
+namespace detail {
+thread_local ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
+}
+
 namespace {
-// This thread's block of the Stats object it used last (initial-exec: one TLS load, no
-// __tls_get_addr call, on every intercepted call).
-struct ThreadCache {
-  std::uint64_t owner = 0;
-  Stats::Block *block = nullptr;
-};
-thread_local ThreadCache tl_cache __attribute__((tls_model("initial-exec")));
 thread_local std::vector<std::pair<std::uint64_t, Stats::Block *>> tl_blocks;
 }  // namespace
+
+Stats &g_process_stats = *new Stats;
 
 std::uint64_t Stats::next_id() {
   static std::atomic<std::uint64_t> next{1};
@@ -44,11 +43,6 @@ std::uint64_t Stats::next_id() {
 
 Stats::~Stats() {
   for (Block *b : blocks_) delete b;
-}
-
-Stats::Block &Stats::block() {
-  if (__builtin_expect(tl_cache.owner == id_, 1)) return *tl_cache.block;
-  return register_thread();
 }
 
 Stats::Block &Stats::register_thread() {
@@ -61,8 +55,8 @@ Stats::Block &Stats::register_thread() {
     blocks_.push_back(b);
     tl_blocks.emplace_back(id_, b);
   }
-  tl_cache.owner = id_;
-  tl_cache.block = b;
+  detail::tl_stats_cache.owner = id_;
+  detail::tl_stats_cache.block = b;
   return *b;
 }
 
@@ -74,10 +68,6 @@ std::vector<std::uint64_t> Stats::snapshot() const {
   return out;
 }
 
-Stats &process_stats() {
-  static Stats *s = new Stats;  // never destroyed: threads may still count during exit
-  return *s;
-}
 
 std::vector<std::uint64_t> Stats::snapshot_max() const {
   std::vector<std::uint64_t> out(kMaxima, 0);

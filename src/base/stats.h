@@ -43,6 +43,17 @@ struct AlgoName {
 // Counters are per thread (one block per thread and Stats object, written only by its
 // thread with relaxed load+store: no lock-prefixed instruction on the hot path) and
 // summed on snapshot. Blocks of exited threads stay registered, so no count is lost.
+class Stats;
+namespace detail {
+struct ThreadCache {
+  std::uint64_t owner = 0;
+  void *block = nullptr;
+};
+// This thread's block of the Stats object it used last (initial-exec TLS: one load, no
+// __tls_get_addr call, on every intercepted call).
+extern thread_local ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
 class Stats {
  public:
   struct alignas(64) Block {
@@ -79,7 +90,11 @@ class Stats {
   static void bump(std::atomic<std::uint64_t> &x, std::uint64_t v) {
     x.store(x.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
   }
-  Block &block();
+  Block &block() {
+    if (__builtin_expect(detail::tl_stats_cache.owner == id_, 1))
+      return *static_cast<Block *>(detail::tl_stats_cache.block);
+    return register_thread();
+  }
   Block &register_thread();
 
   mutable std::mutex mu_;
@@ -88,7 +103,9 @@ class Stats {
   static std::uint64_t next_id();
 };
 
-Stats &process_stats();
+// The process's counters (never destroyed: threads may still count during exit).
+extern Stats &g_process_stats;
+inline Stats &process_stats() { return g_process_stats; }
 
 // Element-wise sum of per-rank snapshots (what the MPI reduction computes).
 std::vector<std::uint64_t> stats_sum(const std::vector<std::vector<std::uint64_t>> &per_rank);

@@ -18,6 +18,10 @@ namespace gcoll {
 
 namespace {
 
+// Below this, UCX sends messages eagerly (its rendezvous thresholds are 8 KiB and more
+// unless UCX_RNDV_THRESH is lowered below this).
+constexpr std::size_t kRendezvousMinBytes = 1024;
+
 // Size in bytes of `count` elements, for stats. Only called after the MPI accepted the
 // datatype (a bad one must reach the error handler through the collective, not here).
 std::uint64_t payload(int count, MPI_Datatype type) {
@@ -40,6 +44,12 @@ Status run_engine(MPI_Comm comm, const CollArgs &a, EngineRecord *rec) {
   const std::uint64_t intra0 = e->space->bytes_published, inter0 = e->rail ? e->rail->bytes_sent() : 0;
   e->call_steps = 0;
   st = algo->run(*e, a);
+  // A rank whose receives completed may still owe its senders the acknowledgement of a
+  // rendezvous, which only its own progress sends. Leave only when every rail peer is
+  // done: then nobody waits for us. Small messages go eagerly and owe nothing. (The
+  // condition is rank-uniform: the same size on every rank of the rail.)
+  if (ok(st) && e->rail && a.bytes() >= kRendezvousMinBytes)
+    st = ucx::progress_barrier(e->topo.rail_comm, e->timeout_s);
   rec->algo = algorithm_index(algo);
   rec->inter_steps = e->call_steps;
   rec->intra = e->space->bytes_published - intra0;
@@ -67,9 +77,8 @@ int run(Coll coll, const char *func, MPI_Comm comm, Prepare &&prepare, Mpi &&mpi
     stats.record(coll, Path::Error, 0);
     return raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
   }
-  const Config &cfg = config();
   DispatchInput in;  // host memory (device buffers come with the CUDA memory space)
-  in.host_buffers_engine = cfg.host_engine;
+  in.host_buffers_engine = host_buffers_engine();
   CollArgs args;
   args.coll = coll;
   if (in.host_buffers_engine) in.engine_supports = prepare(&args);

@@ -50,6 +50,9 @@ Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
   e->chunk_bytes = e->space->capacity();
   e->scratch.resize(2 * e->chunk_bytes);
   if (e->topo.num_nodes > 1 && e->topo.rail_comm != MPI_COMM_NULL) {
+    ucx::Options uo;
+    uo.flush_owed_on_wait = false;  // every engine call ends with a progress barrier instead
+    ucx::init(uo);                  // the first init's options apply; failures surface in create()
     st = ucx::Group::create(e->topo.rail_comm, &e->rail);
     if (!ok(st)) return st;
   }

@@ -19,6 +19,7 @@ namespace gcoll {
 
 namespace detail {
 std::atomic<int> g_mode{static_cast<int>(Mode::Uninit)};
+bool g_host_engine = false;
 }
 
 namespace {
@@ -76,6 +77,7 @@ bool init_slow() {
     g_mode.store(static_cast<int>(Mode::Disabled), std::memory_order_release);
     return false;
   }
+  g_host_engine = pc.config.host_engine;
   GCOLL_INFO("gcoll %s active", GCOLL_VERSION_STRING);
   g_mode.store(static_cast<int>(Mode::Active), std::memory_order_release);
   return true;

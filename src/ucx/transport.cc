@@ -9,8 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <random>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "base/log.h"
@@ -31,6 +34,15 @@ constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr double kCancelGraceS = 1.0;   // after cancelling receives, before force-closing
 constexpr double kForceDrainS = 5.0;    // after force-closing endpoints
 constexpr double kFinalizeCloseS = 5.0; // flush-closing all endpoints in finalize()
+// A receive of at least this size may have been a rendezvous: its completion can leave
+// a message this process still owes the sender (the ATS acknowledging a zero-copy get),
+// which only our own progress sends. UCX's rendezvous thresholds are 8 KiB and more
+// unless the user lowers UCX_RNDV_THRESH below this.
+constexpr std::size_t kFlushMinBytes = 1024;
+// Bound of that flush. An owed message leaves as soon as the sender, which waits for it
+// and so progresses, has made room; but UCX 1.13's tcp endpoint flush sometimes does not
+// complete at all (seen with UCX_TLS=tcp): do not let that cost more than this.
+constexpr double kOwedFlushMaxS = 0.5;
 
 double now_s() {
   using namespace std::chrono;
@@ -49,6 +61,7 @@ struct PeerEntry {
   std::atomic<bool> lost{false};
   std::atomic<int> err{UCS_OK};  // ucs_status_t that made it lost
   std::atomic<bool> torn_down{false};  // we force-closed it (request not cancellable)
+  std::atomic<int> rma_lanes{-1};      // endpoint has RMA (rendezvous get/put) lanes: 1/0, -1 unknown
   bool closed = false;                 // guarded by mu
   bool peer_mode = true;         // created with UCP_ERR_HANDLING_MODE_PEER
 };
@@ -73,8 +86,9 @@ struct State {
   std::uint64_t next_id = 0;  // monotone group-id counter (never reset)
   std::bitset<kMaxGroups> ids_in_use;
   std::unordered_map<std::string, std::unique_ptr<PeerEntry>> peers;
-  bool logged_no_peer_mode = false;
+  std::atomic<bool> logged_no_peer_mode{false};
   bool peer_mode = true;  // Options::peer_failure_detection of the init that made it
+  bool flush_owed = true; // Options::flush_owed_on_wait
 };
 
 State &st() {
@@ -122,7 +136,7 @@ void on_ep_error(void *arg, ucp_ep_h /*ep*/, ucs_status_t status) {
 
 const char *lost_reason(const PeerEntry *e) {
   if (e->torn_down.load()) return "endpoint force-closed after a timeout";
-  return lost_reason(e);
+  return ucs_status_string(static_cast<ucs_status_t>(e->err.load()));
 }
 
 void log_ep_info(ucp_ep_h ep, int world_rank) {
@@ -169,9 +183,78 @@ void drain_close_request(void *req, double bound_s) {
   ucp_request_free(req);
 }
 
+// True when the endpoint has lanes for zero-copy rendezvous (RMA: cma, tcp rma, RDMA).
+// Only then can a completed receive leave an acknowledgement (ATS) owed to its sender;
+// with active-message rendezvous (shared memory and tcp in PEER mode) it cannot. UCX 1.13
+// has no query for this: the lane list printed by ucp_ep_print_info ("... rma_bw#0") is
+// the only source. When the text cannot be understood, assume RMA lanes (safe side).
+bool ep_has_rma_lanes(ucp_ep_h ep) {
+  char *text = nullptr;
+  std::size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (f == nullptr) return true;
+  ucp_ep_print_info(ep, f);
+  fclose(f);
+  std::string all(text ? text : "", len);
+  free(text);
+  if (all.find("lane[") == std::string::npos) return true;
+  return all.find("rma_bw#") != std::string::npos;
+}
+
+// Flushes the endpoints of the given peers: every protocol message queued on them leaves
+// (shared memory, tcp: handed to the transport; RDMA: completed at the peer). A worker
+// flush would not do: in UCX 1.13 it returns at once when the interfaces are idle, even
+// with messages still queued on an endpoint. Bounded; an unfinished flush is left to UCX
+// (logged at INFO level).
+void flush_peers(const std::vector<PeerEntry *> &peers, double bound_s) {
+  std::vector<void *> reqs;
+  for (PeerEntry *e : peers) {
+    PeerGuard pg(e);
+    ucp_ep_h ep = e->ep.load(std::memory_order_acquire);
+    if (ep == nullptr || e->lost.load(std::memory_order_acquire)) continue;
+    ucp_request_param_t prm{};
+    void *req;
+    {
+      WorkerGuard g;
+      req = ucp_ep_flush_nbx(ep, &prm);
+    }
+    if (req == nullptr) continue;
+    if (UCS_PTR_IS_ERR(req)) {
+      GCOLL_INFO("ucx: flushing the endpoint to world rank %d failed: %s", e->world_rank,
+                 ucs_status_string(UCS_PTR_STATUS(req)));
+      continue;
+    }
+    reqs.push_back(req);
+  }
+  const double t0 = now_s();
+  while (!reqs.empty()) {
+    const unsigned events = progress_once();
+    {
+      WorkerGuard g;
+      for (std::size_t i = 0; i < reqs.size();) {
+        if (ucp_request_check_status(reqs[i]) != UCS_INPROGRESS) {
+          ucp_request_free(reqs[i]);
+          reqs[i] = reqs.back();
+          reqs.pop_back();
+        } else {
+          ++i;
+        }
+      }
+    }
+    if (!reqs.empty() && now_s() - t0 > bound_s) {
+      GCOLL_INFO("ucx: %zu endpoint flush(es) did not complete in %.1f s (first: world rank %d)", reqs.size(), bound_s, -1);
+      WorkerGuard g;
+      for (void *r : reqs) ucp_request_free(r);  // released when UCX completes them
+      break;
+    }
+    if (events == 0) sched_yield();
+  }
+}
+
 // Force-closes the endpoint of a peer (which becomes lost): UCX completes every request
-// still queued on it with an error. Caller must not hold e->mu.
-void force_close_peer(PeerEntry *e, ucs_status_t reason) {
+// still queued on it with an error. Caller must not hold e->mu. `why` is logged when an
+// endpoint is actually closed.
+void force_close_peer(PeerEntry *e, ucs_status_t reason, const char *why) {
   std::lock_guard<std::mutex> lk(e->mu);
   int expected = UCS_OK;
   if (e->err.compare_exchange_strong(expected, reason)) e->torn_down.store(true);
@@ -179,6 +262,7 @@ void force_close_peer(PeerEntry *e, ucs_status_t reason) {
   ucp_ep_h ep = e->ep.exchange(nullptr);
   if (ep == nullptr || e->closed) return;
   e->closed = true;
+  GCOLL_WARN("ucx: force-closing the endpoint to world rank %d: %s", e->world_rank, why);
   ucp_request_param_t prm{};
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
   prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -345,6 +429,7 @@ Status init(const Options &options) {
   if (s.phase == Phase::Ready) return Status::Ok;
   if (s.phase == Phase::Failed) return s.init_status;
   s.peer_mode = options.peer_failure_detection;
+  s.flush_owed = options.flush_owed_on_wait;
   Status r = init_locked(s);
   if (r != Status::Ok) {
     s.phase = Phase::Failed;
@@ -389,7 +474,7 @@ void finalize() {
   while (!reqs.empty()) {
     {
       WorkerGuard g;
-      ucp_worker_progress(s.worker);
+      if (ucp_worker_progress(s.worker) == 0) sched_yield();
       for (std::size_t i = 0; i < reqs.size();) {
         if (ucp_request_check_status(reqs[i]) != UCS_INPROGRESS) {
           ucp_request_free(reqs[i]);
@@ -479,6 +564,15 @@ Status Group::create(MPI_Comm comm, std::unique_ptr<Group> *out) {
       std::lock_guard<std::mutex> lk(s.mu);
       in[0] = s.next_id;
     }
+    // Retries (only after a concurrent create on another thread took the id on some
+    // member): a random step, so that two creates racing on the same processes do not
+    // keep choosing the same id in lockstep.
+    if (round > 0) {
+      thread_local std::minstd_rand rng(static_cast<unsigned>(
+          std::hash<std::thread::id>{}(std::this_thread::get_id()) ^
+          static_cast<std::size_t>(now_s() * 1e9)));
+      in[0] += rng() % 8;
+    }
     in[1] = (ist == Status::Ok) ? 0 : 1;
     if (PMPI_Allreduce(in, res, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
       return Status::ErrInternal;
@@ -506,6 +600,7 @@ Status Group::create(MPI_Comm comm, std::unique_ptr<Group> *out) {
       return Status::ErrInternal;
     }
     if (!any_conflict) break;
+    GCOLL_TRACE("ucx: group id %u is taken on a member; agreeing on another one", id);
     if (!conflict) {
       std::lock_guard<std::mutex> lk(s.mu);
       s.ids_in_use.reset(id);
@@ -629,9 +724,7 @@ PeerEntry *Group::peer_entry(int peer) {
     }
     if (us == UCS_OK) {
       e->peer_mode = false;
-      std::lock_guard<std::mutex> slk(s.mu);
-      if (s.peer_mode && !s.logged_no_peer_mode) {
-        s.logged_no_peer_mode = true;
+      if (s.peer_mode && !s.logged_no_peer_mode.exchange(true)) {
         GCOLL_INFO("ucx: no transport with peer failure detection reaches world rank %d; "
                    "connected without it (only timeouts detect a dead peer)",
                    e->world_rank);
@@ -862,12 +955,11 @@ static Status abandon(Request *reqs, int n, PeerEntry *(*entry_of)(Request *)) {
   for (int i = 0; i < n; ++i) {
     if (reqs[i].done) continue;
     PeerEntry *e = entry_of(&reqs[i]);
-    if (e != nullptr && !e->closed) {
-      GCOLL_WARN("ucx: force-closing the endpoint to world rank %d: a %s it is still pending "
-                 "after cancellation",
-                 e->world_rank, reqs[i].kind == Request::Kind::Send ? "send to" : "receive from");
-      force_close_peer(e, UCS_ERR_CANCELED);
-    }
+    if (e != nullptr)
+      force_close_peer(e, UCS_ERR_CANCELED,
+                       reqs[i].kind == Request::Kind::Send
+                           ? "a send to it cannot be cancelled"
+                           : "a receive from it is in a rendezvous and cannot be cancelled");
     result = Status::ErrTransport;
   }
   if (drain(kForceDrainS) == 0) return result;
@@ -901,12 +993,7 @@ Status Group::cancel(Request *reqs, int n) {
   for (int i = 0; i < n; ++i) {
     if (!reqs[i].done && reqs[i].group->epoch_ != st().epoch.load()) return Status::ErrInternal;
   }
-  abandon(reqs, n, &GroupAccess::entry);
-  // Requests that completed normally before the cancel keep their status.
-  for (int i = 0; i < n; ++i)
-    if (reqs[i].status != Status::Ok && reqs[i].status != Status::ErrTransport)
-      return reqs[i].status;
-  return Status::Ok;
+  return abandon(reqs, n, &GroupAccess::entry);
 }
 
 Status Group::wait(Request *reqs, int n, double timeout_s) {
@@ -927,8 +1014,28 @@ Status Group::wait(Request *reqs, int n, double timeout_s) {
   auto note = [&](const Request &r) {
     if (first == Status::Ok && r.status != Status::Ok) first = r.status;
   };
-  for (int i = 0; i < n; ++i)
+  // Peers we may owe a rendezvous acknowledgement once our receives complete (see
+  // kFlushMinBytes); usually none or a few.
+  std::vector<PeerEntry *> owed;
+  for (int i = 0; i < n; ++i) {
     if (reqs[i].done) note(reqs[i]);
+    if (!reqs[i].done && reqs[i].kind == Request::Kind::Recv && reqs[i].bytes >= kFlushMinBytes) {
+      PeerEntry *e = GroupAccess::entry(&reqs[i]);
+      if (e != nullptr && std::find(owed.begin(), owed.end(), e) == owed.end()) {
+        int rma = e->rma_lanes.load(std::memory_order_relaxed);
+        if (rma < 0) {
+          PeerGuard pg(e);
+          ucp_ep_h ep = e->ep.load(std::memory_order_acquire);
+          if (ep != nullptr && !e->lost.load()) {
+            WorkerGuard g;
+            rma = ep_has_rma_lanes(ep) ? 1 : 0;
+            e->rma_lanes.store(rma, std::memory_order_relaxed);
+          }
+        }
+        if (rma != 0) owed.push_back(e);
+      }
+    }
+  }
 
   // After a failure, the other requests still get the chance to complete (a failed
   // receive must not cost the endpoint of a healthy peer), but with a bounded idle time
@@ -998,6 +1105,11 @@ Status Group::wait(Request *reqs, int n, double timeout_s) {
     if (first == Status::Ok) first = Status::ErrTransport;
     abandon(reqs, n, &GroupAccess::entry);
   }
+  // Our receives are complete, but a sender may still wait for our acknowledgement of a
+  // rendezvous, and this process may not call UCX again for a long time (the caller
+  // returns to the application, which may block in MPI): push such messages out now.
+  if (first == Status::Ok && !owed.empty() && st().flush_owed)
+    flush_peers(owed, std::min(limit > 0 ? limit : kErrorGraceS, kOwedFlushMaxS));
   return first;
 }
 

@@ -19,7 +19,9 @@
 // mode drops the shared-memory transports of UCX 1.13 unless MM_ERROR_HANDLING=y: init()
 // sets it on its own ucp_config_t (ucp_config_modify; no environment change) when UCX_TLS
 // allows a shared-memory transport and the user did not set UCX_MM_ERROR_HANDLING. A
-// peer that only transports without failure support reach is connected in NONE mode.
+// peer reachable only by transports without failure support (e.g. UCX_TLS=shm,self with
+// UCX_MM_ERROR_HANDLING=n) is connected in NONE mode after the PEER attempt fails (UCX
+// then prints one "no active messages transport" error per such endpoint).
 // A peer whose endpoint failed, or whose endpoint had to be torn down because a send to
 // it could not be cancelled after a timeout, is "lost" for the rest of the process:
 // later operations to it fail at once with ErrTransport.
@@ -48,6 +50,12 @@ struct Options {
   // several times slower). false: UCP_ERR_HANDLING_MODE_NONE (fastest transports; a dead
   // peer is noticed only through wait()'s timeout).
   bool peer_failure_detection = true;
+  // true: wait() flushes, after large receives, the endpoints of their senders, so that
+  // an acknowledgement this process owes (zero-copy rendezvous) leaves before wait()
+  // returns (bounded at 0.5 s: UCX 1.13's tcp endpoint flush may never complete).
+  // false: the caller guarantees it keeps progressing until its peers' sends completed
+  // (the engine ends every call with progress_barrier on the group's communicator).
+  bool flush_owed_on_wait = true;
 };
 
 // Process-wide UCP context + worker, created on first use. Idempotent; a failure is
@@ -68,8 +76,9 @@ bool supports_cuda_memory();
 unsigned progress();
 // PMPI_Ibarrier on comm, polled together with the worker's progress, so that peers whose
 // protocols need this process's progress (emulated RMA, rendezvous over tcp/shm) are not
-// blocked by a plain PMPI_Barrier. ErrTransport after timeout_s without completion
-// (0 = no timeout; the barrier request then stays incomplete: the communicator is broken).
+// blocked by a plain PMPI_Barrier. 0 = no timeout; ErrTransport when the barrier has not
+// completed after timeout_s (its MPI request is then left behind: a barrier cannot be
+// cancelled, and the communicator is to be considered broken).
 Status progress_barrier(MPI_Comm comm, double timeout_s);
 
 class Group;
@@ -119,14 +128,25 @@ class Group {
   // Progresses the worker until all n requests are done. The requests may belong to any
   // group. Returns Ok, or the first failure: ErrTransport (peer unreachable/lost, request
   // failed, or nothing completed for timeout_s seconds; 0 = no timeout), ErrInternal
-  // (size mismatch). On failure the remaining requests are cancelled (receives:
-  // ucp_request_cancel; sends, which UCX cannot cancel: the endpoint to their peer is
-  // force-closed and the peer becomes lost) so that, when wait returns, UCX no longer
-  // touches any of the n buffers. One log line per failure names the peer and the
-  // operation.
+  // (size mismatch). After a failure the other requests may still complete normally (a
+  // failed receive does not cost a healthy peer), but the idle limit then applies even
+  // with timeout_s = 0 (10 s). When the idle limit expires, the pending requests are
+  // abandoned as by cancel(). Either way, when wait returns every request is done and
+  // UCX no longer touches any of the n buffers. One log line per failure names the peer
+  // (group rank and world rank), the operation, tag and size.
+  // On success, when the batch had receives of 1 KiB or more from peers whose endpoint
+  // has zero-copy (RMA) rendezvous lanes, those endpoints are flushed before returning
+  // (for at most 0.5 s): a get-based rendezvous receive completes before its
+  // acknowledgement to the sender has left, and the sender's request waits for it. The
+  // caller may then block in MPI (no UCX progress) without leaving a peer stuck. (In
+  // PEER mode on shared memory and tcp, UCX 1.13 has no such lanes: nothing to flush.)
   Status wait(Request *reqs, int n, double timeout_s);
-  // Abandons requests: like the failure path of wait() (no error is logged). Returns Ok
-  // when every request ended (completed or cancelled) without touching the peers' state.
+  // Abandons outstanding requests: receives are cancelled (ucp_request_cancel); sends,
+  // and receives already matched to a rendezvous, cannot be cancelled by UCX 1.13, so
+  // after a 1 s grace the endpoints of their peers are force-closed (UCX then fails the
+  // requests) and those peers are lost. Returns Ok when all ended by completion or
+  // cancellation, ErrTransport when an endpoint had to be force-closed (or, should UCX
+  // still hold a request after that, when it had to be released to UCX: logged).
   static Status cancel(Request *reqs, int n);
   Status sendrecv(int dst, const void *sbuf, std::size_t sbytes, int src, void *rbuf,
                   std::size_t rbytes, std::uint32_t tag, double timeout_s);
@@ -136,7 +156,7 @@ class Group {
 
  private:
   Group() = default;
-  PeerEntry *peer_entry(int peer);  // creates the endpoint on first use; nullptr if lost
+  PeerEntry *peer_entry(int peer);  // creates the endpoint on first use (check ->lost)
   std::uint64_t make_tag(int src, std::uint32_t tag) const;
 
   int rank_ = 0;

@@ -1,0 +1,554 @@
+#!/usr/bin/env python3
+"""Run an OSU-style benchmark with and without libgcoll.so and compare.
+
+One command: the benchmark runs under mpirun without the library (baseline) and
+with it (`-x LD_PRELOAD=libgcoll.so`), alternating the two several times
+(--reps, the order flips every repetition to cancel drift), then prints per size
+the median latency of each, the speedup (baseline / gcoll) and the bus bandwidth,
+and writes a CSV and a PNG (latency vs size on log-log axes; busbw vs size).
+
+    compare.py --bench osu_allreduce --np 4 \\
+        --env GCOLL_HOST_BUFFERS=engine --env GCOLL_RANKS_PER_NODE=2 \\
+        -- -m 8:67108864 -T mpi_float
+
+Arguments after `--` go to the benchmark. --env settings reach the gcoll runs
+only; the baseline runs get no preload, no GCOLL_* variable (GCOLL_* and
+LD_PRELOAD from this shell are dropped for both, so the runs are reproducible
+from the command line alone) and whatever --baseline-env says.
+--device cuda: baseline = the benchmark with `-d cuda --staged` (device buffers
+copied through host memory around MPI), gcoll = `-d cuda` with the preload.
+
+Needs Open MPI's mpirun (`-x VAR=VALUE`), python3 (standard library only) and,
+for the PNG, gnuplot (Debian: gnuplot-nox). Without gnuplot the PNG is skipped
+with a warning.
+
+parse_omb_output() is the one parser of OMB-format output; check_output.py (the
+CTest wrapper) uses it too.
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BENCHES = ("osu_allreduce", "osu_bcast", "osu_allgather")
+LAT = "Avg Latency(us)"
+
+
+# ---- the parser ------------------------------------------------------------------
+
+_TITLE_RE = re.compile(r"^#\s*OSU\s+MPI(?:-(?P<accel>[A-Za-z]+))?\s+(?P<name>.*?)\s+Test"
+                       r"(?:\s+v(?P<version>\S+))?\s*$")
+_DTYPE_RE = re.compile(r"^#\s*Datatype:\s*(?P<dtype>\S+?)\.?\s*$")
+_INT_COLUMNS = ("Size", "Iterations")
+_TEXT_COLUMNS = ("Validation",)
+
+
+def parse_omb_output(text):
+    """Parse the standard output of an OMB 7.x-style collective benchmark.
+
+    Header lines start with '#': the title ("# OSU MPI[-CUDA] <Name> Latency Test
+    v7.3"), "# Datatype: MPI_INT." (one per datatype block) and the column header
+    ("# Size       Avg Latency(us) ..."; column names are separated by two or more
+    spaces). Data rows are whitespace-separated numbers, one per column; the
+    Validation column holds Pass or Fail. Other lines (blank, warnings, "DATA
+    VALIDATION ERROR: ...") are kept in 'other'.
+
+    Returns {'title', 'name', 'accel' ('cuda' or 'host'), 'version', 'comments',
+    'other', 'blocks'}: every block is {'datatype', 'columns', 'rows'} and every row
+    a dict column -> value (int for Size and Iterations, str for Validation, float
+    otherwise). Raises ValueError on a data row that does not match its header.
+    """
+    result = {"title": None, "name": None, "accel": None, "version": None,
+              "comments": [], "other": [], "blocks": []}
+    block = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            m = _TITLE_RE.match(line)
+            if m:
+                result["title"] = line.lstrip("#").strip()
+                result["name"] = m.group("name")
+                result["accel"] = (m.group("accel") or "host").lower()
+                result["version"] = m.group("version")
+                continue
+            m = _DTYPE_RE.match(line)
+            if m:
+                block = {"datatype": m.group("dtype"), "columns": None, "rows": []}
+                result["blocks"].append(block)
+                continue
+            body = line.lstrip("#").strip()
+            if body.startswith("Size") and "Latency" in body:
+                columns = re.split(r"\s{2,}", body)
+                if block is None or block["columns"] is not None:
+                    block = {"datatype": None, "columns": None, "rows": []}
+                    result["blocks"].append(block)
+                block["columns"] = columns
+                continue
+            result["comments"].append(line)
+            continue
+        if line.lstrip()[:1].isdigit():
+            if block is None or block["columns"] is None:
+                raise ValueError("line %d: data row before a '# Size' header: %r" % (lineno, line))
+            tokens = line.split()
+            if len(tokens) != len(block["columns"]):
+                raise ValueError("line %d: %d values for %d columns %s: %r"
+                                 % (lineno, len(tokens), len(block["columns"]),
+                                    block["columns"], line))
+            row = {}
+            for col, tok in zip(block["columns"], tokens):
+                try:
+                    if col in _INT_COLUMNS:
+                        row[col] = int(tok)
+                    elif col in _TEXT_COLUMNS:
+                        row[col] = tok
+                    else:
+                        row[col] = float(tok)
+                except ValueError:
+                    raise ValueError("line %d: column %r: not a number: %r" % (lineno, col, tok))
+            block["rows"].append(row)
+            continue
+        result["other"].append(line)
+    return result
+
+
+# ---- measures ----------------------------------------------------------------------
+
+def alg_bytes(bench, size, nprocs):
+    """Bytes per call for algbw (nccl-tests): allgather counts the gathered buffer."""
+    return size * nprocs if bench == "osu_allgather" else size
+
+
+def bus_factor(bench, nprocs):
+    """nccl-tests: allreduce 2(n-1)/n, allgather (n-1)/n, broadcast 1."""
+    if bench == "osu_allreduce":
+        return 2.0 * (nprocs - 1) / nprocs
+    if bench == "osu_allgather":
+        return (nprocs - 1) / nprocs
+    return 1.0
+
+
+def busbw_gbs(bench, size, nprocs, lat_us):
+    if not lat_us or lat_us <= 0:
+        return float("nan")
+    return alg_bytes(bench, size, nprocs) / (lat_us * 1e-6) / 1e9 * bus_factor(bench, nprocs)
+
+
+def summarize(bench, nprocs, runs):
+    """runs: {'baseline': [parsed, ...], 'gcoll': [parsed, ...]} (one per repetition).
+
+    Returns one dict per (datatype, size) with the medians over repetitions, the
+    speedup (baseline / gcoll) and the bus bandwidth of each median."""
+    table = {}
+    order = []
+    for variant in ("baseline", "gcoll"):
+        for parsed in runs[variant]:
+            for bi, block in enumerate(parsed["blocks"]):
+                dtype = block["datatype"] or "block%d" % bi
+                for row in block["rows"]:
+                    key = (dtype, row["Size"])
+                    if key not in table:
+                        table[key] = {"baseline": [], "gcoll": []}
+                        order.append(key)
+                    table[key][variant].append(row[LAT])
+    out = []
+    for key in order:
+        dtype, size = key
+        base, gc = table[key]["baseline"], table[key]["gcoll"]
+        mb = statistics.median(base) if base else float("nan")
+        mg = statistics.median(gc) if gc else float("nan")
+        out.append({
+            "datatype": dtype, "size": size,
+            "baseline_us": mb, "gcoll_us": mg,
+            "speedup": mb / mg if base and gc and mg > 0 else float("nan"),
+            "baseline_busbw": busbw_gbs(bench, size, nprocs, mb),
+            "gcoll_busbw": busbw_gbs(bench, size, nprocs, mg),
+            "baseline_reps": base, "gcoll_reps": gc,
+        })
+    return out
+
+
+# ---- environment -----------------------------------------------------------------
+
+def _first_line(cmd, cwd=None):
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=60)
+        for line in p.stdout.splitlines():
+            if line.strip():
+                return line.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
+def machine_info(mpirun):
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    commit = _first_line(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
+    try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               universal_newlines=True, timeout=60).stdout.strip()
+        if dirty and commit != "unknown":
+            commit += "+dirty"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {
+        "hostname": socket.gethostname(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mpi": _first_line([mpirun, "--version"]),
+        "commit": commit,
+    }
+
+
+def _kv(s):
+    if "=" not in s or s.startswith("="):
+        raise argparse.ArgumentTypeError("expected VAR=VALUE, got %r" % s)
+    return s
+
+
+# ---- running ---------------------------------------------------------------------
+
+def mpirun_command(args, variant):
+    bench_args = list(args.bench_args)
+    if args.device == "cuda":
+        bench_args = ["-d", "cuda"] + (["--staged"] if variant == "baseline" else []) + bench_args
+    cmd = [args.mpirun, "-np", str(args.np)]
+    extra = list(args.mpirun_args)
+    if args.np > (os.cpu_count() or 1) and "--oversubscribe" not in extra:
+        extra.append("--oversubscribe")
+    cmd += extra
+    envs = args.env if variant == "gcoll" else args.baseline_env
+    for kv in envs:
+        cmd += ["-x", kv]
+    if variant == "gcoll":
+        cmd += ["-x", "LD_PRELOAD=" + args.lib]
+    cmd.append(os.path.join(args.bin_dir, args.bench))
+    return cmd + bench_args
+
+
+def child_env():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GCOLL_") and k != "LD_PRELOAD"}
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+def run_once(args, variant, rep, raw_dir):
+    cmd = mpirun_command(args, variant)
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=args.timeout)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, out, err = "timeout", e.stdout or "", (e.stderr or "") + "\n[compare.py] timed out"
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+        if isinstance(err, bytes):
+            err = err.decode(errors="replace")
+    took = time.time() - t0
+    path = os.path.join(raw_dir, "rep%d_%s.txt" % (rep + 1, variant))
+    with open(path, "w") as f:
+        f.write("$ " + " ".join(cmd) + "\n" + out)
+        if err:
+            f.write("\n--- stderr ---\n" + err)
+    if rc != 0:
+        sys.stderr.write("compare.py: %s run %d failed (exit %s): %s\n%s\n"
+                         % (variant, rep + 1, rc, " ".join(cmd), "\n".join(
+                             (out + "\n" + err).strip().splitlines()[-25:])))
+        sys.exit(2)
+    parsed = parse_omb_output(out)
+    rows = sum(len(b["rows"]) for b in parsed["blocks"])
+    if rows == 0:
+        sys.stderr.write("compare.py: %s run %d printed no result rows; see %s\n"
+                         % (variant, rep + 1, path))
+        sys.exit(2)
+    for b in parsed["blocks"]:
+        for r in b["rows"]:
+            if r.get("Validation", "Pass") != "Pass":
+                sys.stderr.write("compare.py: %s run %d: validation failed at %d bytes; see %s\n"
+                                 % (variant, rep + 1, r["Size"], path))
+                sys.exit(2)
+    sys.stderr.write("[compare.py] rep %d/%d %-8s %6.1f s  %s\n"
+                     % (rep + 1, args.reps, variant, took, path))
+    return parsed, cmd, took
+
+
+# ---- output ------------------------------------------------------------------------
+
+def fmt_size(n):
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div and n % div == 0:
+            return "%d%s" % (n // div, unit)
+    return str(n)
+
+
+def format_table(summary, show_dtype):
+    lines = [("%-14s" % "Datatype" if show_dtype else "") +
+             "%-10s%14s%14s%10s%18s%18s" % ("Size(B)", "baseline(us)", "gcoll(us)", "speedup",
+                                            "base busbw(GB/s)", "gcoll busbw(GB/s)")]
+    for r in summary:
+        lines.append(("%-14s" % r["datatype"] if show_dtype else "") +
+                     "%-10d%14.2f%14.2f%10.2f%18.3f%18.3f" % (
+                         r["size"], r["baseline_us"], r["gcoll_us"], r["speedup"],
+                         r["baseline_busbw"], r["gcoll_busbw"]))
+    return "\n".join(lines)
+
+
+def write_csv(path, bench, nprocs, summary):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["bench", "np", "datatype", "size_bytes", "baseline_us_median",
+                    "gcoll_us_median", "speedup", "baseline_busbw_GBps", "gcoll_busbw_GBps",
+                    "baseline_us_reps", "gcoll_us_reps"])
+        for r in summary:
+            w.writerow([bench, nprocs, r["datatype"], r["size"],
+                        "%.4f" % r["baseline_us"], "%.4f" % r["gcoll_us"],
+                        "%.4f" % r["speedup"], "%.6f" % r["baseline_busbw"],
+                        "%.6f" % r["gcoll_busbw"],
+                        ";".join("%.2f" % v for v in r["baseline_reps"]),
+                        ";".join("%.2f" % v for v in r["gcoll_reps"])])
+
+
+def _gp_str(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_plot(out_dir, bench, caption_lines, summary, baseline_label, gcoll_label):
+    """Writes <bench>.dat and <bench>.gp; runs gnuplot for <bench>.png. Returns the
+    PNG path, or None (with a warning) without gnuplot."""
+    dtypes = []
+    for r in summary:
+        if r["datatype"] not in dtypes:
+            dtypes.append(r["datatype"])
+    dat = os.path.join(out_dir, bench + ".dat")
+    with open(dat, "w") as f:
+        for i, dt in enumerate(dtypes):
+            if i:
+                f.write("\n\n")
+            f.write("# %s: size baseline_us gcoll_us baseline_busbw gcoll_busbw speedup\n" % dt)
+            for r in summary:
+                if r["datatype"] == dt:
+                    f.write("%d %.6g %.6g %.6g %.6g %.6g\n" % (
+                        r["size"], r["baseline_us"], r["gcoll_us"], r["baseline_busbw"],
+                        r["gcoll_busbw"], r["speedup"]))
+    sizes = sorted({r["size"] for r in summary})
+    tics = []
+    if sizes:
+        k = 0
+        while (1 << k) < sizes[0]:
+            k += 1
+        step = 1 if len(sizes) <= 12 else 2
+        while (1 << k) <= sizes[-1]:
+            tics.append('"%s" %d' % (fmt_size(1 << k), 1 << k))
+            k += step
+    png = os.path.join(out_dir, bench + ".png")
+    title = "\\n".join(s.replace("\\", "\\\\").replace('"', '\\"') for s in caption_lines)
+    nlines = len(caption_lines)
+    top = max(0.55, 1.0 - (22.0 * nlines + 40.0) / 900.0)
+    xrange = "[%g:%g]" % (sizes[0] / 1.25, sizes[-1] * 1.25) if sizes else "[*:*]"
+    plots_lat, plots_bw = [], []
+    for i, dt in enumerate(dtypes):
+        suffix = (" " + dt) if len(dtypes) > 1 else ""
+        plots_lat.append("'%s' index %d using 1:2 with linespoints ls %d title %s"
+                         % (dat, i, 1 + 2 * i, _gp_str(baseline_label + suffix)))
+        plots_lat.append("'%s' index %d using 1:3 with linespoints ls %d title %s"
+                         % (dat, i, 2 + 2 * i, _gp_str(gcoll_label + suffix)))
+        plots_bw.append("'%s' index %d using 1:4 with linespoints ls %d title %s"
+                        % (dat, i, 1 + 2 * i, _gp_str(baseline_label + suffix)))
+        plots_bw.append("'%s' index %d using 1:5 with linespoints ls %d title %s"
+                        % (dat, i, 2 + 2 * i, _gp_str(gcoll_label + suffix)))
+    gp = os.path.join(out_dir, bench + ".gp")
+    with open(gp, "w") as f:
+        f.write("""set terminal pngcairo noenhanced size 1600,900 font "sans,11"
+set output %(png)s
+set style line 1 lc rgb "#1f77b4" lw 2 pt 7 ps 1.0
+set style line 2 lc rgb "#d62728" lw 2 pt 5 ps 1.0
+set style line 3 lc rgb "#2ca02c" lw 2 pt 9 ps 1.0
+set style line 4 lc rgb "#ff7f0e" lw 2 pt 11 ps 1.0
+set style line 5 lc rgb "#9467bd" lw 2 pt 13 ps 1.0
+set style line 6 lc rgb "#8c564b" lw 2 pt 15 ps 1.0
+set grid xtics ytics mxtics mytics lc rgb "#dddddd"
+set key top left box opaque
+set logscale x 2
+set xtics (%(tics)s) rotate by -45
+set xrange %(xrange)s
+set xlabel "message size (bytes)"
+set multiplot title "%(title)s" font "sans,12"
+set size 0.5,%(top).3f
+set origin 0.0,0.0
+set logscale y 10
+set format y "%%g"
+set ylabel "latency (us), median over repetitions"
+set title "latency vs size (log-log)"
+plot %(lat)s
+set origin 0.5,0.0
+unset logscale y
+set yrange [0:*]
+set key top left
+set ylabel "bus bandwidth (GB/s)"
+set title "busbw vs size"
+plot %(bw)s
+unset multiplot
+""" % {"png": _gp_str(png), "tics": ", ".join(tics), "title": title, "top": top, "xrange": xrange,
+       "lat": ", \\\n     ".join(plots_lat), "bw": ", \\\n     ".join(plots_bw)})
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        sys.stderr.write("compare.py: warning: gnuplot not found (Debian: apt-get install "
+                         "gnuplot-nox); no PNG. The plot script is %s\n" % gp)
+        return None
+    p = subprocess.run([gnuplot, gp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    if p.returncode != 0 or not os.path.exists(png):
+        sys.stderr.write("compare.py: warning: gnuplot failed:\n%s\n" % p.stdout)
+        return None
+    return png
+
+
+# ---- main --------------------------------------------------------------------------
+
+def parse_args(argv):
+    if "--" in argv:
+        i = argv.index("--")
+        argv, bench_args = argv[:i], argv[i + 1:]
+    else:
+        bench_args = []
+    ap = argparse.ArgumentParser(
+        description="Run an OSU-style benchmark with and without libgcoll.so (LD_PRELOAD), "
+                    "alternating, and compare. Benchmark arguments go after `--`.",
+        epilog="example: compare.py --bench osu_allreduce --np 4 --env GCOLL_HOST_BUFFERS=engine "
+               "--env GCOLL_RANKS_PER_NODE=2 -- -m 8:67108864 -T mpi_float")
+    ap.add_argument("--bench", default="osu_allreduce", choices=BENCHES)
+    ap.add_argument("--np", type=int, default=4, help="ranks (default 4)")
+    ap.add_argument("--build-dir", default=os.path.join(REPO, "build"),
+                    help="CMake build directory (default: <repo>/build)")
+    ap.add_argument("--bin-dir", help="where the benchmarks are (default: <build-dir>/bin)")
+    ap.add_argument("--lib", help="libgcoll.so (default: <build-dir>/lib/libgcoll.so)")
+    ap.add_argument("--env", action="append", default=[], type=_kv, metavar="VAR=VALUE",
+                    help="setting for the gcoll runs only (repeatable), e.g. "
+                         "GCOLL_HOST_BUFFERS=engine")
+    ap.add_argument("--baseline-env", action="append", default=[], type=_kv, metavar="VAR=VALUE",
+                    help="setting for the baseline runs only (repeatable)")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="repetitions of each variant, alternating (default 3)")
+    ap.add_argument("--device", choices=("host", "cuda"), default="host",
+                    help="cuda: baseline `-d cuda --staged`, gcoll `-d cuda` (default host)")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--mpirun-arg", dest="mpirun_args", action="append", default=[],
+                    metavar="ARG", help="extra mpirun argument (repeatable), e.g. "
+                                        "--mpirun-arg=--bind-to --mpirun-arg=core")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
+    ap.add_argument("--out", help="output directory (default: <build-dir>/osu_compare/"
+                                  "<bench>-np<N>-<time>)")
+    args = ap.parse_args(argv)
+    args.bench_args = bench_args
+    args.bin_dir = os.path.abspath(args.bin_dir or os.path.join(args.build_dir, "bin"))
+    args.lib = os.path.abspath(args.lib or os.path.join(args.build_dir, "lib", "libgcoll.so"))
+    if args.np < 2:
+        ap.error("--np must be at least 2")
+    if args.reps < 1:
+        ap.error("--reps must be at least 1")
+    if args.device == "cuda" and any(a in ("-d", "--accelerator", "--staged") or
+                                     a.startswith("--accelerator=") for a in bench_args):
+        ap.error("--device cuda sets -d/--staged itself; leave them out of the benchmark "
+                 "arguments")
+    exe = os.path.join(args.bin_dir, args.bench)
+    if not os.access(exe, os.X_OK):
+        ap.error("no benchmark at %s (build it: cmake --build <build> --target %s, or give "
+                 "--bin-dir)" % (exe, args.bench))
+    if not os.path.exists(args.lib):
+        ap.error("no library at %s (build target gcoll, or give --lib)" % args.lib)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    stray = sorted(k for k in os.environ if k.startswith("GCOLL_"))
+    if stray:
+        sys.stderr.write("compare.py: note: ignoring %s from this shell; pass settings with "
+                         "--env so that they are recorded\n" % ", ".join(stray))
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = os.path.abspath(args.out or os.path.join(
+        args.build_dir, "osu_compare", "%s-np%d-%s" % (args.bench, args.np, stamp)))
+    raw_dir = os.path.join(out_dir, "raw")
+    os.makedirs(raw_dir, exist_ok=True)
+
+    info = machine_info(args.mpirun)
+    runs = {"baseline": [], "gcoll": []}
+    commands = {"baseline": None, "gcoll": None}
+    started = time.time()
+    for rep in range(args.reps):
+        order = ("baseline", "gcoll") if rep % 2 == 0 else ("gcoll", "baseline")
+        for variant in order:
+            parsed, cmd, _ = run_once(args, variant, rep, raw_dir)
+            runs[variant].append(parsed)
+            commands[variant] = cmd
+    elapsed = time.time() - started
+
+    summary = summarize(args.bench, args.np, runs)
+    title = runs["gcoll"][0]["title"] or args.bench
+    base_label = "baseline (MPI%s)" % (", -d cuda --staged" if args.device == "cuda" else "")
+    gcoll_label = "gcoll (LD_PRELOAD%s)" % (", -d cuda" if args.device == "cuda" else "")
+    settings = " ".join(args.env) if args.env else "(defaults)"
+    caption = [
+        "%s: %s vs %s, %d ranks, median of %d alternating runs each"
+        % (title, gcoll_label, base_label, args.np, args.reps),
+        "machine: %s, %s, %s cores | MPI: %s"
+        % (info["hostname"], info["cpu"], info["cores"], info["mpi"]),
+        "gcoll settings: %s%s | gcoll commit %s"
+        % (settings, (" | baseline env: " + " ".join(args.baseline_env))
+           if args.baseline_env else "", info["commit"]),
+        "benchmark arguments: %s" % (" ".join(args.bench_args) or "(none)"),
+    ]
+    dtypes = {r["datatype"] for r in summary}
+    table = format_table(summary, show_dtype=len(dtypes) > 1)
+    header = "\n".join("# " + c for c in caption)
+    text = header + "\n" + table + "\n"
+    print(text, end="")
+
+    csv_path = os.path.join(out_dir, args.bench + ".csv")
+    write_csv(csv_path, args.bench, args.np, summary)
+    with open(os.path.join(out_dir, "summary.txt"), "w") as f:
+        f.write(text)
+    png = write_plot(out_dir, args.bench, caption, summary, base_label, gcoll_label)
+    meta = dict(info)
+    meta.update({"bench": args.bench, "np": args.np, "reps": args.reps, "device": args.device,
+                 "env": args.env, "baseline_env": args.baseline_env,
+                 "bench_args": args.bench_args, "lib": args.lib, "bin_dir": args.bin_dir,
+                 "commands": {k: " ".join(v) for k, v in commands.items() if v},
+                 "elapsed_s": round(elapsed, 1), "title": title,
+                 "date": datetime.datetime.now().isoformat(timespec="seconds")})
+    with open(os.path.join(out_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+    sys.stderr.write("[compare.py] %.0f s; csv: %s\n[compare.py] png: %s\n"
+                     % (elapsed, csv_path, png or "(none)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

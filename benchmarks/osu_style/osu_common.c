@@ -1,0 +1,843 @@
+/*
+ * osu_common.c: options, buffers, timing loop, validation plumbing and output shared
+ * by osu_allreduce, osu_bcast and osu_allgather. The output format, option spellings,
+ * defaults and timing method are those of OSU Micro-Benchmarks 7.x (osu_util.c,
+ * osu_util_mpi.c, osu_allreduce.c); see README.md in this directory.
+ */
+#define _GNU_SOURCE
+#include "osu_common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef OSU_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+/* ---- element types ------------------------------------------------------------- */
+
+static osu_type osu_types[] = {
+    {"mpi_char", OSU_T_CHAR, MPI_CHAR, sizeof(char), 127.0},
+    {"mpi_signed_char", OSU_T_SIGNED_CHAR, MPI_SIGNED_CHAR, sizeof(signed char), 127.0},
+    {"mpi_unsigned_char", OSU_T_UNSIGNED_CHAR, MPI_UNSIGNED_CHAR, sizeof(unsigned char), 255.0},
+    {"mpi_short", OSU_T_SHORT, MPI_SHORT, sizeof(short), 32767.0},
+    {"mpi_unsigned_short", OSU_T_UNSIGNED_SHORT, MPI_UNSIGNED_SHORT, sizeof(unsigned short), 65535.0},
+    {"mpi_int", OSU_T_INT, MPI_INT, sizeof(int), 2147483647.0},
+    {"mpi_unsigned", OSU_T_UNSIGNED, MPI_UNSIGNED, sizeof(unsigned), 4294967295.0},
+    {"mpi_long", OSU_T_LONG, MPI_LONG, sizeof(long), 9007199254740992.0},
+    {"mpi_unsigned_long", OSU_T_UNSIGNED_LONG, MPI_UNSIGNED_LONG, sizeof(unsigned long), 9007199254740992.0},
+    {"mpi_long_long", OSU_T_LONG_LONG, MPI_LONG_LONG, sizeof(long long), 9007199254740992.0},
+    {"mpi_unsigned_long_long", OSU_T_UNSIGNED_LONG_LONG, MPI_UNSIGNED_LONG_LONG,
+     sizeof(unsigned long long), 9007199254740992.0},
+    {"mpi_float", OSU_T_FLOAT, MPI_FLOAT, sizeof(float), 16777216.0},
+    {"mpi_double", OSU_T_DOUBLE, MPI_DOUBLE, sizeof(double), 9007199254740992.0},
+};
+#define OSU_NTYPES ((int)(sizeof(osu_types) / sizeof(osu_types[0])))
+
+static const osu_type *osu_find_type(const char *name) {
+  for (int i = 0; i < OSU_NTYPES; i++)
+    if (strcasecmp(name, osu_types[i].option) == 0) return &osu_types[i];
+  if (strcasecmp(name, "mpi_long_long_int") == 0) return osu_find_type("mpi_long_long");
+  return NULL;
+}
+
+void osu_set(const osu_type *t, void *buf, size_t i, long v) {
+  switch (t->kind) {
+    case OSU_T_CHAR: ((char *)buf)[i] = (char)v; break;
+    case OSU_T_SIGNED_CHAR: ((signed char *)buf)[i] = (signed char)v; break;
+    case OSU_T_UNSIGNED_CHAR: ((unsigned char *)buf)[i] = (unsigned char)v; break;
+    case OSU_T_SHORT: ((short *)buf)[i] = (short)v; break;
+    case OSU_T_UNSIGNED_SHORT: ((unsigned short *)buf)[i] = (unsigned short)v; break;
+    case OSU_T_INT: ((int *)buf)[i] = (int)v; break;
+    case OSU_T_UNSIGNED: ((unsigned *)buf)[i] = (unsigned)v; break;
+    case OSU_T_LONG: ((long *)buf)[i] = v; break;
+    case OSU_T_UNSIGNED_LONG: ((unsigned long *)buf)[i] = (unsigned long)v; break;
+    case OSU_T_LONG_LONG: ((long long *)buf)[i] = v; break;
+    case OSU_T_UNSIGNED_LONG_LONG: ((unsigned long long *)buf)[i] = (unsigned long long)v; break;
+    case OSU_T_FLOAT: ((float *)buf)[i] = (float)v; break;
+    case OSU_T_DOUBLE: ((double *)buf)[i] = (double)v; break;
+  }
+}
+
+double osu_get(const osu_type *t, const void *buf, size_t i) {
+  switch (t->kind) {
+    case OSU_T_CHAR: return ((const char *)buf)[i];
+    case OSU_T_SIGNED_CHAR: return ((const signed char *)buf)[i];
+    case OSU_T_UNSIGNED_CHAR: return ((const unsigned char *)buf)[i];
+    case OSU_T_SHORT: return ((const short *)buf)[i];
+    case OSU_T_UNSIGNED_SHORT: return ((const unsigned short *)buf)[i];
+    case OSU_T_INT: return ((const int *)buf)[i];
+    case OSU_T_UNSIGNED: return ((const unsigned *)buf)[i];
+    case OSU_T_LONG: return (double)((const long *)buf)[i];
+    case OSU_T_UNSIGNED_LONG: return (double)((const unsigned long *)buf)[i];
+    case OSU_T_LONG_LONG: return (double)((const long long *)buf)[i];
+    case OSU_T_UNSIGNED_LONG_LONG: return (double)((const unsigned long long *)buf)[i];
+    case OSU_T_FLOAT: return ((const float *)buf)[i];
+    case OSU_T_DOUBLE: return ((const double *)buf)[i];
+  }
+  return 0.0;
+}
+
+long osu_reduce_modulus(const osu_type *t, int nprocs) {
+  /* inputs in [0, m): the sum is at most (m - 1) * nprocs <= max_exact */
+  double m = t->max_exact / (double)nprocs + 1.0;
+  if (m > 16.0) m = 16.0;
+  if (m < 1.0) m = 1.0;
+  return (long)m;
+}
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+static const char *osu_prog = "osu_benchmark";
+
+void osu_mpi_check(int err, const char *what) {
+  if (err == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(err, msg, &len);
+  fprintf(stderr, "%s: %s failed: %s\n", osu_prog, what, msg);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+}
+
+#ifdef OSU_HAVE_CUDA
+static void osu_cuda_check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return;
+  fprintf(stderr, "%s: %s failed: %s (CUDA error %d)\n", osu_prog, what, cudaGetErrorString(e),
+          (int)e);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+}
+#define OSU_CUDA(call) osu_cuda_check((call), #call)
+#endif
+
+/* ---- options --------------------------------------------------------------------- */
+
+typedef struct {
+  char opt;              /* 0: long option only */
+  const char *name;      /* long name */
+  int has_arg;
+  const char *help;      /* lines separated by '\n' */
+  int which;             /* 0: every benchmark, 1: in-place ones, 2: rooted ones */
+} osu_optdef;
+
+enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME };
+
+static const osu_optdef osu_optdefs[] = {
+    {'d', "accelerator", required_argument,
+     "TYPE - use accelerator device buffers, which can be of TYPE `cuda'\n"
+     "or `host' (uses standard host buffers if not specified)", 0},
+    {'h', "help", no_argument, "print this help", 0},
+    {'v', "version", no_argument, "print version info", 0},
+    {'f', "full", no_argument,
+     "print full format listing (MIN/MAX latency and ITERATIONS\n"
+     "displayed in addition to AVERAGE latency)", 0},
+    {'m', "message-size", required_argument,
+     "[MIN:]MAX - set the minimum and/or the maximum message size to MIN and/or MAX\n"
+     "bytes respectively. Examples:\n"
+     "-m 128      // min = default, max = 128\n"
+     "-m 2:128    // min = 2, max = 128\n"
+     "-m 2:       // min = 2, max = default", 0},
+    {'i', "iterations", required_argument,
+     "ITER - number of iterations for timing (default 1000;\n"
+     "100 above 8192 bytes)", 0},
+    {'x', "warmup", required_argument,
+     "ITER - set number of warmup\n"
+     "iterations to skip before timing (default 100; 10 above 8192 bytes)", 0},
+    {'M', "mem-limit", required_argument,
+     "SIZE - set per process maximum memory consumption to SIZE bytes\n"
+     "(default 536870912)", 0},
+    {'c', "validation", no_argument,
+     "Enable validation. Disabled by default. Prints Pass/Fail per size\n"
+     "and exits with status 1 on the first failure", 0},
+    {'T', "type", required_argument,
+     "[all,mpi_char,mpi_int,mpi_float] - Set MPI_TYPE . Default:MPI_CHAR.\n"
+     "Also: mpi_signed_char, mpi_unsigned_char, mpi_short, mpi_unsigned_short,\n"
+     "mpi_unsigned, mpi_long, mpi_unsigned_long, mpi_long_long,\n"
+     "mpi_unsigned_long_long, mpi_double. Repeat -T for several types.", 0},
+    {'l', "in-place", no_argument, "Run benchmark with MPI_IN_PLACE support.", 1},
+    {'k', "root-rank", required_argument,
+     "Set root rank. Default: fixed:0\n"
+     "-k fixed:[RANK] //Fixed root rank.\n"
+     "-k rotate       //Rotate root rank for each iteration.\n"
+     "-k RANK         //Same as fixed:RANK.", 2},
+    {0, "staged", OPT_STAGED,
+     "with -d cuda: copy the device buffers to pinned host memory\n"
+     "(cudaMemcpy), run MPI on host buffers, copy the result back; the\n"
+     "copies are inside the timed call (baseline for an MPI that is not\n"
+     "CUDA-aware)", 0},
+    {0, "busbw", OPT_BUSBW,
+     "add AlgBW(GB/s) and BusBW(GB/s) columns (nccl-tests conventions;\n"
+     "from the average latency)", 0},
+    {0, "max-rank-time", OPT_MAX_RANK_TIME,
+     "add a MaxRank Avg(us) column: for every iteration the slowest\n"
+     "rank's time, averaged over the iterations", 0},
+};
+#define OSU_NOPTDEFS ((int)(sizeof(osu_optdefs) / sizeof(osu_optdefs[0])))
+
+static int osu_optdef_applies(const osu_bench *b, const osu_optdef *d) {
+  return d->which == 0 || (d->which == 1 && b->has_in_place) || (d->which == 2 && b->has_root);
+}
+
+static void osu_print_help(const osu_bench *b) {
+  fprintf(stdout, "Usage: %s [options]\n", b->name);
+  fprintf(stdout, "Options:\n");
+  for (int i = 0; i < OSU_NOPTDEFS; i++) {
+    const osu_optdef *d = &osu_optdefs[i];
+    if (!osu_optdef_applies(b, d)) continue;
+    if (d->opt)
+      fprintf(stdout, "  -%c, --%-20s", d->opt, d->name);
+    else
+      fprintf(stdout, "      --%-20s", d->name);
+    const char *line = d->help;
+    int first = 1;
+    while (line && *line) {
+      const char *nl = strchr(line, '\n');
+      int len = nl ? (int)(nl - line) : (int)strlen(line);
+      if (first)
+        fprintf(stdout, "%.*s\n", len, line);
+      else
+        fprintf(stdout, "%28s%.*s\n", "", len, line);
+      first = 0;
+      line = nl ? nl + 1 : NULL;
+    }
+  }
+#ifndef OSU_HAVE_CUDA
+  fprintf(stdout, "  (this build has no CUDA support: -d cuda is not available)\n");
+#endif
+  fflush(stdout);
+}
+
+typedef struct {
+  char message[512];
+  char word[256]; /* the offending option as typed, e.g. "-m abc" */
+} osu_bad_usage;
+
+enum { PO_OKAY, PO_BAD_USAGE, PO_HELP_MESSAGE, PO_VERSION_MESSAGE };
+
+static int osu_bad(osu_bad_usage *bad, const char *word, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(bad->message, sizeof bad->message, fmt, ap);
+  va_end(ap);
+  snprintf(bad->word, sizeof bad->word, "%s", word ? word : "");
+  return PO_BAD_USAGE;
+}
+
+static int osu_parse_size(const char *s, size_t *out) {
+  if (!s || !*s) return -1;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || s[0] == '-') return -1;
+  *out = (size_t)v;
+  return 0;
+}
+
+static int osu_parse_int(const char *s, long lo, long *out) {
+  if (!s || !*s) return -1;
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < lo || v > INT_MAX) return -1;
+  *out = v;
+  return 0;
+}
+
+/* -m [MIN:]MAX, MIN:, :MAX (OMB's set_message_size, with numbers checked). */
+static int osu_parse_message_size(const char *arg, osu_options *o) {
+  const char *colon = strchr(arg, ':');
+  if (!colon) return osu_parse_size(arg, &o->max_size);
+  if (strchr(colon + 1, ':')) return -1;
+  char min_s[64];
+  size_t n = (size_t)(colon - arg);
+  if (n >= sizeof min_s) return -1;
+  memcpy(min_s, arg, n);
+  min_s[n] = '\0';
+  if (n > 0) {
+    size_t v;
+    if (osu_parse_size(min_s, &v) || v == 0) return -1;
+    o->min_size = v;
+  }
+  if (colon[1]) {
+    if (osu_parse_size(colon + 1, &o->max_size)) return -1;
+  } else if (n == 0) {
+    return -1; /* ":" alone */
+  }
+  return 0;
+}
+
+static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_options *o,
+                             osu_bad_usage *bad) {
+  memset(o, 0, sizeof *o);
+  o->accel = OSU_HOST;
+  o->min_size = OSU_MIN_MESSAGE_SIZE;
+  o->max_size = OSU_MAX_MSG_SIZE_COLL;
+  o->mem_limit = OSU_MAX_MEM_LIMIT;
+  o->iterations = OSU_COLL_LOOP_SMALL;
+  o->iterations_large = OSU_COLL_LOOP_LARGE;
+  o->skip = OSU_COLL_SKIP_SMALL;
+  o->skip_large = OSU_COLL_SKIP_LARGE;
+
+  char optstring[64] = "+:d:hvfm:i:x:M:cT:";
+  if (b->has_in_place) strcat(optstring, "l");
+  if (b->has_root) strcat(optstring, "k:");
+  struct option longopts[OSU_NOPTDEFS + 1];
+  int nl = 0;
+  for (int i = 0; i < OSU_NOPTDEFS; i++) {
+    const osu_optdef *d = &osu_optdefs[i];
+    if (!osu_optdef_applies(b, d)) continue;
+    longopts[nl].name = d->name;
+    longopts[nl].has_arg = d->opt ? d->has_arg : no_argument;
+    longopts[nl].flag = NULL;
+    longopts[nl].val = d->opt ? d->opt : d->has_arg; /* long-only: OPT_* code */
+    nl++;
+  }
+  memset(&longopts[nl], 0, sizeof longopts[nl]);
+
+  opterr = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+    char word[256]; /* the option as OMB prints it: "-m abc" */
+    if (c > 0 && c < 256)
+      snprintf(word, sizeof word, "-%c%s%s", c, optarg ? " " : "", optarg ? optarg : "");
+    else
+      snprintf(word, sizeof word, "%s", argv[optind - 1]);
+    switch (c) {
+      case 'h': return PO_HELP_MESSAGE;
+      case 'v': return PO_VERSION_MESSAGE;
+      case 'f': o->show_full = 1; break;
+      case 'c': o->validate = 1; break;
+      case 'l': o->in_place = 1; break;
+      case 'm':
+        if (osu_parse_message_size(optarg, o) || o->min_size > o->max_size)
+          return osu_bad(bad, word, "Invalid Message Size");
+        break;
+      case 'i': {
+        long v;
+        if (osu_parse_int(optarg, 1, &v))
+          return osu_bad(bad, word, "Invalid Number of Iterations");
+        o->iterations = o->iterations_large = (size_t)v;
+        break;
+      }
+      case 'x': {
+        long v;
+        if (osu_parse_int(optarg, 0, &v))
+          return osu_bad(bad, word, "Invalid Number of Warmup Iterations");
+        o->skip = o->skip_large = (size_t)v;
+        break;
+      }
+      case 'M': {
+        size_t v;
+        if (osu_parse_size(optarg, &v)) return osu_bad(bad, word, "Invalid Memory Limit");
+        if (v < OSU_MAX_MEM_LOWER_LIMIT) {
+          fprintf(stderr, "Requested memory limit too low, using [%zu] instead.\n",
+                  (size_t)OSU_MAX_MEM_LOWER_LIMIT);
+          v = OSU_MAX_MEM_LOWER_LIMIT;
+        }
+        o->mem_limit = v;
+        break;
+      }
+      case 'd':
+        if (strcasecmp(optarg, "cuda") == 0) {
+#ifdef OSU_HAVE_CUDA
+          o->accel = OSU_CUDA;
+#else
+          return osu_bad(bad, word,
+                         "CUDA Support Not Enabled\n"
+                         "%s was built without CUDA (GCOLL_HAVE_CUDA was OFF when it was "
+                         "configured); rebuild with CUDA to use -d cuda",
+                         b->name);
+#endif
+        } else if (strcasecmp(optarg, "host") == 0) {
+          o->accel = OSU_HOST;
+        } else {
+          return osu_bad(bad, word, "Invalid Accel Type Specified");
+        }
+        break;
+      case 'T':
+        if (strcasecmp(optarg, "all") == 0) {
+          const char *all[] = {"mpi_char", "mpi_int", "mpi_float"};
+          for (int i = 0; i < 3; i++) {
+            if (o->ntypes >= OSU_MAX_TYPES) return osu_bad(bad, word, "Too Many Datatypes");
+            o->types[o->ntypes++] = osu_find_type(all[i]);
+          }
+        } else {
+          const osu_type *t = osu_find_type(optarg);
+          if (!t) return osu_bad(bad, word, "Invalid MPI Datatype");
+          if (o->ntypes >= OSU_MAX_TYPES) return osu_bad(bad, word, "Too Many Datatypes");
+          o->types[o->ntypes++] = t;
+        }
+        break;
+      case 'k': {
+        long v;
+        if (strncasecmp(optarg, "rotate", 7) == 0) {
+          o->root_rotate = 1;
+        } else if (strncasecmp(optarg, "fixed:", 6) == 0 &&
+                   osu_parse_int(optarg + 6, 0, &v) == 0) {
+          o->root = (int)v;
+        } else if (osu_parse_int(optarg, 0, &v) == 0) {
+          o->root = (int)v;
+        } else {
+          return osu_bad(bad, word,
+                         "Invalid root rank. Valid: fixed:RANK, rotate or RANK");
+        }
+        break;
+      }
+      case OPT_STAGED: o->staged = 1; break;
+      case OPT_BUSBW: o->busbw = 1; break;
+      case OPT_MAX_RANK_TIME: o->max_rank_time = 1; break;
+      case ':':
+      default: {
+        /* optopt names a short option; 0 means an unknown or incomplete long option */
+        if (optopt > 0 && optopt < 256)
+          snprintf(word, sizeof word, "-%c", optopt);
+        else
+          snprintf(word, sizeof word, "%s", argv[optind - 1]);
+        return osu_bad(bad, word,
+                       c == ':' ? "Option Missing Required Argument" : "Invalid option");
+      }
+    }
+  }
+  if (optind < argc) return osu_bad(bad, argv[optind], "Invalid argument");
+  if (o->staged && o->accel != OSU_CUDA)
+    return osu_bad(bad, "--staged", "--staged needs -d cuda");
+  if (o->ntypes == 0) o->types[o->ntypes++] = osu_find_type("mpi_char");
+  return PO_OKAY;
+}
+
+/* ---- device ---------------------------------------------------------------------- */
+
+#ifdef OSU_HAVE_CUDA
+/* The GPU is chosen from the launcher's local rank before MPI_Init, as OMB does. */
+static int osu_local_rank(void) {
+  const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                        "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return atoi(v);
+  }
+  return 0;
+}
+#endif
+
+static int osu_init_device(const osu_options *o, char *err, size_t errlen) {
+  if (o->accel != OSU_CUDA) return 0;
+#ifdef OSU_HAVE_CUDA
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    snprintf(err, errlen, "no usable CUDA device: cudaGetDeviceCount failed: %s (CUDA error %d)",
+             cudaGetErrorString(e), (int)e);
+    return -1;
+  }
+  if (count <= 0) {
+    snprintf(err, errlen, "no usable CUDA device: cudaGetDeviceCount found none");
+    return -1;
+  }
+  int dev = osu_local_rank() % count;
+  e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaFree(NULL); /* create the primary context now */
+  if (e != cudaSuccess) {
+    snprintf(err, errlen, "cannot use CUDA device %d: %s (CUDA error %d)", dev,
+             cudaGetErrorString(e), (int)e);
+    return -1;
+  }
+  return 0;
+#else
+  snprintf(err, errlen, "built without CUDA support");
+  return -1;
+#endif
+}
+
+static void *osu_alloc_host(size_t bytes) {
+  void *p = NULL;
+  if (bytes == 0) bytes = 1;
+  if (posix_memalign(&p, 4096, bytes)) {
+    fprintf(stderr, "%s: cannot allocate %zu bytes of host memory\n", osu_prog, bytes);
+    MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+  }
+  return p;
+}
+
+static void *osu_alloc(const osu_options *o, size_t bytes, int pinned_host) {
+#ifdef OSU_HAVE_CUDA
+  if (o->accel == OSU_CUDA) {
+    void *p = NULL;
+    if (bytes == 0) bytes = 1;
+    if (pinned_host)
+      OSU_CUDA(cudaMallocHost(&p, bytes));
+    else
+      OSU_CUDA(cudaMalloc(&p, bytes));
+    return p;
+  }
+#endif
+  (void)o;
+  (void)pinned_host;
+  return osu_alloc_host(bytes);
+}
+
+static void osu_free(const osu_options *o, void *p, int pinned_host) {
+  if (!p) return;
+#ifdef OSU_HAVE_CUDA
+  if (o->accel == OSU_CUDA) {
+    if (pinned_host)
+      OSU_CUDA(cudaFreeHost(p));
+    else
+      OSU_CUDA(cudaFree(p));
+    return;
+  }
+#endif
+  (void)o;
+  (void)pinned_host;
+  free(p);
+}
+
+void osu_to_device(const osu_ctx *c, void *dst, const void *src, size_t bytes) {
+  if (dst == src || bytes == 0) return;
+#ifdef OSU_HAVE_CUDA
+  if (c->opt->accel == OSU_CUDA) {
+    OSU_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    return;
+  }
+#endif
+  (void)c;
+  memcpy(dst, src, bytes);
+}
+
+void osu_to_host(const osu_ctx *c, void *dst, const void *src, size_t bytes) {
+  if (dst == src || bytes == 0) return;
+#ifdef OSU_HAVE_CUDA
+  if (c->opt->accel == OSU_CUDA) {
+    OSU_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return;
+  }
+#endif
+  (void)c;
+  memcpy(dst, src, bytes);
+}
+
+static void osu_fill_bytes(const osu_ctx *c, void *dev, void *host, size_t bytes, int value) {
+  if (!dev) return;
+  memset(host, value, bytes);
+  osu_to_device(c, dev, host, bytes);
+}
+
+/* ---- agreement ------------------------------------------------------------------ */
+
+/* Every rank gets op(local over all ranks). Uses MPI_Reduce_scatter_block, which gcoll
+ * does not take over, so a wrong MPI_Allreduce under test cannot hide its own errors. */
+static int osu_agree(MPI_Comm comm, int nprocs, int local, MPI_Op op) {
+  int *all = (int *)malloc((size_t)nprocs * sizeof(int));
+  if (!all) MPI_Abort(comm, EXIT_FAILURE);
+  for (int i = 0; i < nprocs; i++) all[i] = local;
+  int out = 0;
+  OSU_MPI(MPI_Reduce_scatter_block(all, &out, 1, MPI_INT, op, comm));
+  free(all);
+  return out;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static void osu_print_title(const osu_bench *b, const osu_options *o) {
+  fprintf(stdout, "# OSU MPI%s %s Latency Test v%s\n", o->accel == OSU_CUDA ? "-CUDA" : "",
+          b->title, OSU_OMB_VERSION);
+}
+
+static void osu_print_preamble(const osu_bench *b, const osu_options *o) {
+  fprintf(stdout, "\n");
+  osu_print_title(b, o);
+  if (o->staged)
+    fprintf(stdout, "# Staged: device buffers copied to/from pinned host memory around each "
+                    "MPI call (inside the timed call).\n");
+  fflush(stdout);
+}
+
+static void osu_print_header(const osu_options *o) {
+  fprintf(stdout, "%-*s", 10, "# Size");
+  fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Avg Latency(us)");
+  if (o->show_full) {
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Min Latency(us)");
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Max Latency(us)");
+    fprintf(stdout, "%*s", 12, "Iterations");
+  }
+  if (o->validate) fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Validation");
+  if (o->max_rank_time) fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "MaxRank Avg(us)");
+  if (o->busbw) {
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "AlgBW(GB/s)");
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "BusBW(GB/s)");
+  }
+  fprintf(stdout, "\n");
+  fflush(stdout);
+}
+
+typedef struct {
+  double avg, min, max, max_rank;
+  size_t iterations;
+  int errors;
+} osu_row;
+
+static void osu_print_row(const osu_bench *b, const osu_options *o, int nprocs, size_t size,
+                          const osu_row *r) {
+  fprintf(stdout, "%-*zu", 10, size);
+  fprintf(stdout, "%*.*f", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->avg);
+  if (o->show_full)
+    fprintf(stdout, "%*.*f%*.*f%*zu", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->min,
+            OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->max, 12, r->iterations);
+  if (o->validate) fprintf(stdout, "%*s", OSU_FIELD_WIDTH, r->errors ? "Fail" : "Pass");
+  if (o->max_rank_time)
+    fprintf(stdout, "%*.*f", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->max_rank);
+  if (o->busbw) {
+    double algbw = r->avg > 0 ? b->alg_bytes(size, nprocs) / (r->avg * 1e-6) / 1e9 : 0.0;
+    fprintf(stdout, "%*.*f%*.*f", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, algbw, OSU_FIELD_WIDTH,
+            OSU_FLOAT_PRECISION, algbw * b->bus_factor(nprocs));
+  }
+  fprintf(stdout, "\n");
+  fflush(stdout);
+}
+
+/* ---- the measurement ------------------------------------------------------------- */
+
+static void osu_call(osu_ctx *c, int count) {
+  if (c->opt->staged)
+    c->bench->call_staged(c, count);
+  else
+    c->bench->call(c, count);
+}
+
+/* One message size: OMB 7.x's loop. A barrier before the loop; every iteration times
+ * the call alone on each rank and is followed by a barrier outside the timed region.
+ * Avg = mean over ranks of each rank's mean time per call; Min/Max = over ranks. */
+static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t skip,
+                        double *times, osu_row *row) {
+  const osu_options *o = c->opt;
+  const osu_bench *b = c->bench;
+  long local_errors = 0;
+
+  c->root = o->root_rotate ? 0 : o->root;
+  if (o->validate) b->fill(c, count, 0);
+
+  OSU_MPI(MPI_Barrier(c->comm));
+  double timer = 0.0;
+  for (size_t i = 0; i < iters + skip; i++) {
+    if (o->root_rotate) c->root = (int)(i % (size_t)c->nprocs);
+    double t_start = MPI_Wtime();
+    osu_call(c, count);
+    double t_stop = MPI_Wtime();
+    OSU_MPI(MPI_Barrier(c->comm));
+    if (i >= skip) {
+      timer += t_stop - t_start;
+      if (times) times[i - skip] = t_stop - t_start;
+    }
+  }
+  double latency = timer * 1e6 / (double)iters;
+
+  double sum = 0.0;
+  OSU_MPI(MPI_Reduce(&latency, &row->min, 1, MPI_DOUBLE, MPI_MIN, 0, c->comm));
+  OSU_MPI(MPI_Reduce(&latency, &row->max, 1, MPI_DOUBLE, MPI_MAX, 0, c->comm));
+  OSU_MPI(MPI_Reduce(&latency, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, c->comm));
+  row->avg = sum / c->nprocs;
+  row->iterations = iters;
+
+  row->max_rank = 0.0;
+  if (times) {
+    double *slowest = c->rank == 0 ? (double *)malloc(iters * sizeof(double)) : NULL;
+    if (c->rank == 0 && !slowest) MPI_Abort(c->comm, EXIT_FAILURE);
+    OSU_MPI(MPI_Reduce(times, slowest, (int)iters, MPI_DOUBLE, MPI_MAX, 0, c->comm));
+    if (c->rank == 0) {
+      double acc = 0.0;
+      for (size_t i = 0; i < iters; i++) acc += slowest[i];
+      row->max_rank = acc * 1e6 / (double)iters;
+      free(slowest);
+    }
+  }
+
+  row->errors = 0;
+  if (o->validate) {
+    /* the buffers of the timed loop, when repeating the call keeps the result */
+    if (b->repeatable(c)) local_errors += b->check(c, count, 0);
+    /* then fresh calls on new inputs (every root in turn with -k rotate) */
+    int nroots = b->has_root && o->root_rotate ? c->nprocs : 1;
+    for (int k = 0; k < nroots; k++) {
+      c->root = o->root_rotate ? k : o->root;
+      b->fill(c, count, 1 + k);
+      OSU_MPI(MPI_Barrier(c->comm));
+      osu_call(c, count);
+      local_errors += b->check(c, count, 1 + k);
+    }
+    row->errors = osu_agree(c->comm, c->nprocs, local_errors > 0 ? 1 : 0, MPI_SUM);
+  }
+  (void)size;
+}
+
+int osu_main(const osu_bench *b, int argc, char **argv) {
+  osu_prog = b->name;
+  osu_options opt;
+  osu_bad_usage bad;
+  memset(&bad, 0, sizeof bad);
+  int po = osu_parse_options(b, argc, argv, &opt, &bad);
+
+  /* Before MPI_Init, as OMB: pick the GPU from the local rank. Failures are reported
+   * after MPI_Init so that one rank prints them and every rank exits cleanly. */
+  char dev_err[512] = "";
+  int dev_failed = po == PO_OKAY ? osu_init_device(&opt, dev_err, sizeof dev_err) != 0 : 0;
+
+  OSU_MPI(MPI_Init(&argc, &argv));
+  int rank = 0, nprocs = 1;
+  OSU_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  OSU_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nprocs));
+
+  switch (po) {
+    case PO_BAD_USAGE:
+      if (rank == 0) {
+        fprintf(stderr, "%s [%s]\n\n", bad.message, bad.word);
+        fflush(stderr);
+        osu_print_help(b);
+      }
+      MPI_Finalize();
+      return EXIT_FAILURE;
+    case PO_HELP_MESSAGE:
+      if (rank == 0) osu_print_help(b);
+      MPI_Finalize();
+      return EXIT_SUCCESS;
+    case PO_VERSION_MESSAGE:
+      if (rank == 0) {
+        osu_print_title(b, &opt);
+        fflush(stdout);
+      }
+      MPI_Finalize();
+      return EXIT_SUCCESS;
+    default:
+      break;
+  }
+
+  int first_failed = osu_agree(MPI_COMM_WORLD, nprocs, dev_failed ? rank : INT_MAX, MPI_MIN);
+  if (first_failed != INT_MAX) {
+    if (rank == first_failed) {
+      fprintf(stderr,
+              "%s: -d cuda: %s%s. Not measuring: device buffers were asked for and this "
+              "benchmark never falls back to host memory.\n",
+              b->name, dev_err, nprocs > 1 ? " (first failing rank shown)" : "");
+      fflush(stderr);
+    }
+    MPI_Finalize();
+    return EXIT_FAILURE;
+  }
+
+  if (nprocs < 2) {
+    if (rank == 0) fprintf(stderr, "This test requires at least two processes\n");
+    MPI_Finalize();
+    return EXIT_FAILURE;
+  }
+  if (b->has_root && opt.root >= nprocs) {
+    if (rank == 0)
+      fprintf(stderr, "%s: Root rank('-k') cannot be more than number of processes\n", b->name);
+    MPI_Finalize();
+    return EXIT_FAILURE;
+  }
+
+  /* OMB's check_mem_limit */
+  size_t per_rank_factor = b->rbuf_per_rank ? (size_t)nprocs : 1;
+  if (opt.max_size * per_rank_factor > opt.mem_limit) {
+    opt.max_size = opt.mem_limit / per_rank_factor;
+    if (rank == 0)
+      fprintf(stderr,
+              "Warning! Limiting max message size to: %zu. Increase -M, --mem-limit for "
+              "higher message sizes.\n",
+              opt.max_size);
+  }
+
+  osu_ctx c;
+  memset(&c, 0, sizeof c);
+  c.bench = b;
+  c.opt = &opt;
+  c.comm = MPI_COMM_WORLD;
+  c.rank = rank;
+  c.nprocs = nprocs;
+  const size_t sbytes = b->uses_sbuf ? opt.max_size : 0;
+  const size_t rbytes = opt.max_size * per_rank_factor;
+  const int device = opt.accel == OSU_CUDA;
+  /* device buffers are allocated once, at the largest size, as OMB does */
+  if (sbytes) c.sbuf = osu_alloc(&opt, sbytes, 0);
+  c.rbuf = osu_alloc(&opt, rbytes, 0);
+  if (device) {
+    if (sbytes) c.hs = osu_alloc(&opt, sbytes, 1);
+    c.hr = osu_alloc(&opt, rbytes, 1);
+  } else {
+    c.hs = c.sbuf;
+    c.hr = c.rbuf;
+  }
+  /* OMB's initial contents: send buffer bytes 1, receive buffer 0 */
+  if (sbytes) osu_fill_bytes(&c, c.sbuf, c.hs, sbytes, 1);
+  osu_fill_bytes(&c, c.rbuf, c.hr, rbytes, b->uses_sbuf ? 0 : 1);
+
+  size_t max_iters = opt.iterations > opt.iterations_large ? opt.iterations : opt.iterations_large;
+  double *times = opt.max_rank_time ? (double *)malloc(max_iters * sizeof(double)) : NULL;
+  if (opt.max_rank_time && !times) MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+
+  if (rank == 0) osu_print_preamble(b, &opt);
+
+  int errors = 0;
+  size_t failed_size = 0;
+  size_t iters = opt.iterations, skip = opt.skip;
+  for (int t = 0; t < opt.ntypes && !errors; t++) {
+    c.type = opt.types[t];
+    if (rank == 0) {
+      char name[MPI_MAX_OBJECT_NAME];
+      int len = 0;
+      OSU_MPI(MPI_Type_get_name(c.type->dtype, name, &len));
+      fprintf(stdout, "# Datatype: %s.\n", name);
+      fflush(stdout);
+      osu_print_header(&opt);
+    }
+    for (size_t size = opt.min_size; size <= opt.max_size && size > 0; size *= 2) {
+      size_t count = size / c.type->size;
+      if (count == 0) continue;
+      if (count > INT_MAX) break;
+      if (size > OSU_LARGE_MESSAGE_SIZE) {
+        iters = opt.iterations_large;
+        skip = opt.skip_large;
+      }
+      osu_row row;
+      memset(&row, 0, sizeof row);
+      osu_measure(&c, size, (int)count, iters, skip, times, &row);
+      if (rank == 0) osu_print_row(b, &opt, nprocs, size, &row);
+      OSU_MPI(MPI_Barrier(MPI_COMM_WORLD));
+      if (row.errors) {
+        errors = row.errors;
+        failed_size = size;
+        break;
+      }
+    }
+  }
+
+  free(times);
+  osu_free(&opt, c.sbuf, 0);
+  osu_free(&opt, c.rbuf, 0);
+  if (device) {
+    osu_free(&opt, c.hs, 1);
+    osu_free(&opt, c.hr, 1);
+  }
+  OSU_MPI(MPI_Finalize());
+#ifdef OSU_HAVE_CUDA
+  if (device) cudaDeviceReset(); /* as OMB's cleanup_accel, after MPI_Finalize */
+#endif
+
+  if (errors) {
+    if (rank == 0) {
+      fprintf(stdout, "DATA VALIDATION ERROR: %s exited with status %d on message size %zu.\n",
+              argv[0], EXIT_FAILURE, failed_size);
+      fflush(stdout);
+    }
+    return EXIT_FAILURE;
+  }
+  return EXIT_SUCCESS;
+}

@@ -1,0 +1,119 @@
+/*
+ * osu_common: what osu_allreduce, osu_bcast and osu_allgather share: OMB 7.x
+ * options, buffers (host or CUDA device), the timing loop, validation helpers and
+ * OMB-format output. Each benchmark file describes its collective in an osu_bench
+ * (how to call it directly and staged, how to fill inputs and check results) and
+ * hands it to osu_main().
+ *
+ * These are plain MPI programs: they never link libgcoll, so they measure whatever
+ * MPI_Allreduce / MPI_Bcast / MPI_Allgather the process resolves (the MPI library,
+ * or libgcoll.so under LD_PRELOAD).
+ */
+#ifndef GCOLL_OSU_COMMON_H
+#define GCOLL_OSU_COMMON_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+/* OMB 7.x constants (c/util/osu_util.h). The version printed in the header line is
+ * the OMB release whose output format these benchmarks reproduce. */
+#define OSU_OMB_VERSION "7.3"
+#define OSU_FIELD_WIDTH 18
+#define OSU_FLOAT_PRECISION 2
+#define OSU_COLL_LOOP_SMALL 1000
+#define OSU_COLL_SKIP_SMALL 100
+#define OSU_COLL_LOOP_LARGE 100
+#define OSU_COLL_SKIP_LARGE 10
+#define OSU_LARGE_MESSAGE_SIZE 8192
+#define OSU_MAX_MSG_SIZE_COLL (1 << 20)
+#define OSU_MIN_MESSAGE_SIZE 1
+#define OSU_MAX_MEM_LIMIT ((size_t)512 * 1024 * 1024)
+#define OSU_MAX_MEM_LOWER_LIMIT ((size_t)1024 * 1024)
+#define OSU_MAX_TYPES 16
+
+enum osu_accel { OSU_HOST = 0, OSU_CUDA = 1 };
+
+/* Element types -T can name. */
+typedef enum {
+  OSU_T_CHAR, OSU_T_SIGNED_CHAR, OSU_T_UNSIGNED_CHAR, OSU_T_SHORT, OSU_T_UNSIGNED_SHORT,
+  OSU_T_INT, OSU_T_UNSIGNED, OSU_T_LONG, OSU_T_UNSIGNED_LONG, OSU_T_LONG_LONG,
+  OSU_T_UNSIGNED_LONG_LONG, OSU_T_FLOAT, OSU_T_DOUBLE
+} osu_kind;
+
+typedef struct {
+  const char *option; /* spelling after -T, lower case: "mpi_int" */
+  osu_kind kind;
+  MPI_Datatype dtype;
+  size_t size;
+  double max_exact; /* largest value a reduction may produce and still be stored exactly */
+} osu_type;
+
+typedef struct {
+  enum osu_accel accel;
+  int staged;           /* --staged: device buffers copied through host memory around MPI */
+  int show_full;        /* -f */
+  int validate;         /* -c */
+  int in_place;         /* -l */
+  int root;             /* -k fixed:N (bcast) */
+  int root_rotate;      /* -k rotate (bcast) */
+  int busbw;            /* --busbw */
+  int max_rank_time;    /* --max-rank-time */
+  size_t min_size, max_size, mem_limit;
+  size_t iterations, iterations_large, skip, skip_large;
+  int ntypes;
+  const osu_type *types[OSU_MAX_TYPES];
+} osu_options;
+
+struct osu_bench;
+
+/* Everything a collective needs for one call or one check. */
+typedef struct osu_ctx {
+  const struct osu_bench *bench;
+  const osu_options *opt;
+  MPI_Comm comm;
+  int rank, nprocs;
+  const osu_type *type;
+  int root;          /* bcast root of the current call */
+  void *sbuf, *rbuf; /* the benchmark's buffers: device memory with -d cuda */
+  void *hs, *hr;     /* host buffers of the same sizes: staging (--staged) and validation;
+                        the same pointers as sbuf/rbuf for host memory */
+} osu_ctx;
+
+/* What a benchmark file provides. */
+typedef struct osu_bench {
+  const char *name;  /* "osu_allreduce" */
+  const char *title; /* "Allreduce": "# OSU MPI Allreduce Latency Test v7.3" */
+  int has_in_place;  /* -l */
+  int has_root;      /* -k */
+  int uses_sbuf;     /* 0: one buffer (bcast) */
+  int rbuf_per_rank; /* receive buffer holds one message per rank (allgather) */
+  /* nccl-tests conventions: bytes moved per call for algbw, and the bus factor. */
+  double (*alg_bytes)(size_t size, int nprocs);
+  double (*bus_factor)(int nprocs);
+  /* One call with ctx->sbuf/rbuf (direct) or through ctx->hs/hr (staged). */
+  void (*call)(osu_ctx *c, int count);
+  void (*call_staged)(osu_ctx *c, int count);
+  /* Validation: fill inputs from (rank, index, seed) and put a sentinel in the outputs;
+     count this rank's wrong elements after one or more calls. */
+  void (*fill)(osu_ctx *c, int count, int seed);
+  long (*check)(osu_ctx *c, int count, int seed);
+  /* Whether repeating the call on the same buffers leaves the result unchanged
+     (then the buffers of the timed loop are checked too). */
+  int (*repeatable)(const osu_ctx *c);
+} osu_bench;
+
+int osu_main(const osu_bench *bench, int argc, char **argv);
+
+/* ---- helpers for the benchmark files ---- */
+void osu_mpi_check(int err, const char *what);
+#define OSU_MPI(call) osu_mpi_check((call), #call)
+void osu_to_device(const osu_ctx *c, void *dst, const void *src, size_t bytes);
+void osu_to_host(const osu_ctx *c, void *dst, const void *src, size_t bytes);
+void osu_set(const osu_type *t, void *buf, size_t i, long v);
+double osu_get(const osu_type *t, const void *buf, size_t i);
+/* Values a benchmark stores are small integers in [0, 100]; a sentinel outside them. */
+#define OSU_SENTINEL 127
+/* Modulus m for reduction inputs v in [0, m): the sum over nprocs ranks stays exact. */
+long osu_reduce_modulus(const osu_type *t, int nprocs);
+
+#endif
