@@ -1,5 +1,6 @@
 # gcoll_add_mpi_test(NAME <name> NP <n> COMMAND <exe> [args...]
-#                    [ENV VAR=VALUE ...] [PRELOAD] [TIMEOUT <s>] [LABELS <l>...])
+#                    [ENV VAR=VALUE ...] [PRELOAD] [TIMEOUT <s>] [LABELS <l>...]
+#                    [LAUNCHER <cmd> [args...]])
 #
 # Registers a CTest test that runs <exe> under mpirun with <n> ranks.
 # - Oversubscription is always allowed (CI has 2 cores) and running as root is allowed.
@@ -8,8 +9,10 @@
 #   user would; use it for programs that do not link gcoll.
 # - TIMEOUT (default 300 s) is CTest's hard limit; tests should also have their own
 #   in-process watchdog so a hang fails with a message instead of a kill.
+# - LAUNCHER runs the whole mpirun command line as its last arguments (e.g. a script
+#   that checks the output after mpirun returns).
 function(gcoll_add_mpi_test)
-  cmake_parse_arguments(T "PRELOAD" "NAME;NP;TIMEOUT" "COMMAND;ENV;LABELS" ${ARGN})
+  cmake_parse_arguments(T "PRELOAD" "NAME;NP;TIMEOUT" "COMMAND;ENV;LABELS;LAUNCHER" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
@@ -21,7 +24,7 @@ function(gcoll_add_mpi_test)
     list(APPEND xargs -x "LD_PRELOAD=$<TARGET_FILE:gcoll>")
   endif()
   add_test(NAME ${T_NAME}
-           COMMAND ${MPIEXEC_EXECUTABLE} ${GCOLL_MPIEXEC_FLAGS} -np ${T_NP} ${xargs} ${T_COMMAND})
+           COMMAND ${T_LAUNCHER} ${MPIEXEC_EXECUTABLE} ${GCOLL_MPIEXEC_FLAGS} -np ${T_NP} ${xargs} ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES
     TIMEOUT ${T_TIMEOUT}
     PROCESSORS 1

@@ -9,3 +9,12 @@ if [ "$(id -u)" -eq 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
+
+# Installs what is missing and builds (with CUDA when nvcc is there): the common start
+# of the README's commands.
+gcoll_setup_and_build() {
+  bash "$GCOLL_ROOT/scripts/setup.sh"
+  local cuda_flag=()
+  command -v nvcc >/dev/null 2>&1 && cuda_flag=(-DGCOLL_WITH_CUDA=ON)
+  bash "$GCOLL_ROOT/scripts/build.sh" "${cuda_flag[@]}"
+}

@@ -7,12 +7,8 @@
 #     ranks cut into 2 virtual nodes of 2 (GCOLL_RANKS_PER_NODE=2), baseline = the MPI.
 # Extra arguments go to the benchmark (default: -m 8:16777216 -T mpi_float -i 200).
 set -euo pipefail
-here="$(dirname "$0")"
-bash "$here/setup.sh"
-source "$here/env.sh"
-cuda_flag=()
-command -v nvcc >/dev/null 2>&1 && cuda_flag=(-DGCOLL_WITH_CUDA=ON)
-bash "$here/build.sh" "${cuda_flag[@]}"
+source "$(dirname "$0")/env.sh"
+gcoll_setup_and_build
 
 bench_args=("$@")
 [ ${#bench_args[@]} -gt 0 ] || bench_args=(-m 8:16777216 -T mpi_float -i 200)

@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test.
 set -euo pipefail
-here="$(dirname "$0")"
-bash "$here/setup.sh"
-source "$here/env.sh"
-cuda_flag=()
-command -v nvcc >/dev/null 2>&1 && cuda_flag=(-DGCOLL_WITH_CUDA=ON)
-bash "$here/build.sh" "${cuda_flag[@]}"
+source "$(dirname "$0")/env.sh"
+gcoll_setup_and_build
 cd "$GCOLL_BUILD"
-# Unit tests in parallel; MPI tests one at a time (each runs up to 8 ranks on few cores).
+# Unit tests in parallel; everything else (MPI jobs of up to 8 ranks, benchmark smoke
+# tests, GPU tests, which skip without a GPU) one at a time.
 ctest --output-on-failure -L unit -j "$(nproc)"
-ctest --output-on-failure -L mpi -j 1
+ctest --output-on-failure -LE unit -j 1
