@@ -1,6 +1,8 @@
 /* One float MPI_Allreduce of COUNT elements (argv[1]), checked, for the traffic test:
  * traffic_check.py reads the stats file gcoll wrote and compares the bytes and steps
- * between nodes with the schedule's formulae. Does not link gcoll (run preloaded). */
+ * between nodes with the schedule's formulae. Then one checked MPI_Bcast and one
+ * MPI_Allgather, which the check expects to be counted as engine calls too.
+ * Does not link gcoll (run preloaded). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,11 @@ int main(int argc, char **argv) {
     for (int r = 0; r < size; ++r) expect += (float)((r + i) % 7);
     bad += out[i] != expect;
   }
+  int b[3] = {rank, rank, rank}, g[64];
+  MPI_Bcast(b, 3, MPI_INT, size - 1, MPI_COMM_WORLD);
+  bad += b[0] != size - 1 || b[2] != size - 1;
+  MPI_Allgather(&rank, 1, MPI_INT, g, 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 0; r < size && r < 64; ++r) bad += g[r] != r;
   long total = 0;
   PMPI_Reduce(&bad, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) printf("%s: %ld wrong elements\n", total ? "FAIL" : "PASS", total);

@@ -20,9 +20,12 @@ with tempfile.TemporaryDirectory() as d:
     r = subprocess.run(cmd, env=env, timeout=240)
     if r.returncode != 0:
         sys.exit("FAIL: the program failed (%d)" % r.returncode)
-    ar = json.load(open(stats))["allreduce"]
-if ar["engine"] != P or ar["calls"] != P:
-    sys.exit("FAIL: expected %d engine calls, got %s" % (P, ar))
+    everything = json.load(open(stats))
+ar = everything["allreduce"]
+for coll in ("allreduce", "bcast", "allgather"):
+    c = everything[coll]
+    if c["engine"] != P or c["calls"] != P:
+        sys.exit("FAIL: expected %d engine %s calls, got %s" % (P, coll, c))
 algo = [k for k, v in ar["algorithms"].items() if v]
 if mode == "large":
     per_rank = ar["inter_node_bytes"] / P
