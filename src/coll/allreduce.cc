@@ -6,6 +6,7 @@
 //            slice among its rail (recursive doubling or ring), intra-node allgather.
 //            Every byte crosses the network once per direction per rail: for large ones.
 #include <algorithm>
+#include <functional>
 
 #include "coll/algorithms.h"
 #include "coll/rail.h"
@@ -59,46 +60,78 @@ Status run_oneshot(Engine &e, const CollArgs &a) {
   return Status::Ok;
 }
 
+// Chunk k of the message and my slice of it (elements).
+struct ChunkSlice {
+  std::size_t c0 = 0, cn = 0, so = 0, sn = 0;
+};
+
+// Pipelined over chunks: while chunk k is on the network (rail allreduce of its slice),
+// the node works on chunk k+1 (publish, sync, reduce) and then on chunk k-1's results;
+// the rail's progress runs inside the syncs' waits. Two slices are in flight at most.
 template <bool kRing>
 Status run_hier(Engine &e, const CollArgs &a) {
   const Topology &t = e.topo;
-  const std::size_t elem = a.elem, step = chunk_elems(e, elem);
+  const std::size_t elem = a.elem, step = chunk_elems(e, elem), cap = e.space->capacity();
   const void *in = a.sendbuf ? a.sendbuf : a.recvbuf;
   const int L = t.min_local;
+  const bool net = t.has_rail() && t.num_nodes > 1;
+  const std::size_t nchunks = (a.count + step - 1) / step;
+  char *slice[2] = {e.scratch.data(), e.scratch.data() + cap};
+  char *tmp[2] = {e.scratch.data() + 2 * cap, e.scratch.data() + 3 * cap};
+  RailAllreduce rail[2];
   std::vector<const void *> srcs(t.local_size);
-  for (std::size_t c0 = 0; c0 < a.count; c0 += step) {
-    const std::size_t cn = std::min(step, a.count - c0);
-    Rail rail = next_rail(e);
-    char *out = at(a.recvbuf, c0 * elem);
-    // 1. My chunk to the node.
-    Status st = e.space->publish(0, at(in, c0 * elem), cn * elem);
+  const auto at_chunk = [&](std::size_t k) {
+    ChunkSlice p;
+    p.c0 = k * step;
+    p.cn = std::min(step, a.count - p.c0);
+    if (t.has_rail()) part_range(p.cn, L, t.local_rank, &p.so, &p.sn);
+    return p;
+  };
+  // Node phase 1 of chunk k: my chunk to the node; rail ranks reduce their slice from
+  // all node peers and put it on the network.
+  const auto node_in = [&](std::size_t k) {
+    const ChunkSlice p = at_chunk(k);
+    Status st = e.space->publish(0, at(in, p.c0 * elem), p.cn * elem);
     if (ok(st)) st = e.space->sync();
-    if (!ok(st)) return st;
-    // 2. Rail ranks: reduce my slice from all node peers, allreduce it along my rail,
-    //    and publish it.
-    if (t.has_rail()) {
+    if (!ok(st) || !t.has_rail()) return st;
+    for (int q = 0; q < t.local_size; ++q) srcs[q] = at(e.space->peer(q), p.so * elem);
+    st = e.space->reduce(a.dtype, a.op, slice[k % 2], srcs.data(), t.local_size, p.sn);
+    if (ok(st) && net) st = rail[k % 2].start(next_rail(e), a.dtype, a.op, slice[k % 2], p.sn, elem, tmp[k % 2], kRing);
+    return st;
+  };
+  // Node phase 2 of chunk k: rail ranks publish the finished slice; everyone collects
+  // the slices of all rails.
+  const auto node_out = [&](std::size_t k) {
+    const ChunkSlice p = at_chunk(k);
+    Status st = t.has_rail() ? e.space->publish(p.so * elem, slice[k % 2], p.sn * elem) : Status::Ok;
+    if (ok(st)) st = e.space->sync();
+    for (int j = 0; ok(st) && j < L; ++j) {
       std::size_t so, sn;
-      part_range(cn, L, t.local_rank, &so, &sn);
-      for (int p = 0; p < t.local_size; ++p) srcs[p] = at(e.space->peer(p), so * elem);
-      char *mine = static_cast<char *>(e.space->publish_area(so * elem, sn * elem));
-      st = e.space->reduce(a.dtype, a.op, mine, srcs.data(), t.local_size, sn);
-      if (ok(st) && t.num_nodes > 1) {
-        st = kRing ? rail_allreduce_ring(rail, a.dtype, a.op, mine, sn, elem, e.scratch.data())
-                   : rail_allreduce_rd(rail, a.dtype, a.op, mine, sn, elem, e.scratch.data());
-      }
-      if (!ok(st)) return st;
+      part_range(p.cn, L, j, &so, &sn);
+      st = e.space->copy(at(a.recvbuf, (p.c0 + so) * elem), at(e.space->peer(j), so * elem), sn * elem);
     }
-    st = e.space->sync();
-    if (!ok(st)) return st;
-    // 3. Everyone collects the slices from the rail ranks of the node.
-    for (int j = 0; j < L; ++j) {
-      std::size_t so, sn;
-      part_range(cn, L, j, &so, &sn);
-      st = e.space->copy(out + so * elem, at(e.space->peer(j), so * elem), sn * elem);
-      if (!ok(st)) return st;
-    }
+    return st;
+  };
+  // While a sync waits, move the chunk that is on the network along.
+  const auto overlap = [&](std::size_t k) {
+    if (!net || k >= nchunks) return std::function<Status()>();
+    return std::function<Status()>([&rail, k] {
+      bool done = false;
+      return rail[k % 2].advance(&done);
+    });
+  };
+  Status st = nchunks ? node_in(0) : Status::Ok;
+  for (std::size_t k = 0; ok(st) && k < nchunks; ++k) {
+    e.space->while_waiting = overlap(k);
+    if (k + 1 < nchunks) st = node_in(k + 1);
+    if (ok(st) && net) st = rail[k % 2].finish();
+    e.space->while_waiting = overlap(k + 1);
+    if (ok(st)) st = node_out(k);
   }
-  return Status::Ok;
+  e.space->while_waiting = nullptr;
+  if (!ok(st))
+    for (auto &r : rail) r.abandon();
+  return st;
 }
 
 }  // namespace

@@ -85,6 +85,10 @@ class HostSpace final : public MemSpace {
     for (unsigned spin = 0;; ++spin) {
       if (control(p)->epoch.load(std::memory_order_acquire) >= e) return Status::Ok;
       if (opt_.progress) opt_.progress();
+      if (while_waiting) {
+        Status st = while_waiting();
+        if (!ok(st)) return st;
+      }
       if (spin < 64) continue;
       if (spin < 4096) {
         sched_yield();

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "base/status.h"
 #include "kernels/types.h"
@@ -43,6 +44,11 @@ class MemSpace {
   // dst = op(srcs[0], ..., srcs[m-1]) element-wise, left fold in source order.
   virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) = 0;
   virtual Status copy(void *dst, const void *src, std::size_t bytes) = 0;
+
+  // Work to run while sync() waits for peers (the network phase of another chunk, so
+  // that the intra- and inter-node phases overlap). Cleared by the caller when done;
+  // returns an error to abort the wait.
+  std::function<Status()> while_waiting;
 
   // Bytes this rank published (intra-node traffic, for stats).
   std::uint64_t bytes_published = 0;

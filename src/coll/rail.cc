@@ -48,79 +48,137 @@ Status recv_only(Rail &r, int src, void *d, std::size_t db, int step) {
   return ok(st) ? r.group->wait(&req, 1, r.timeout_s) : st;
 }
 
-// buf = op(buf, other), element-wise.
-Status combine(Rail &r, DType t, ROp op, void *buf, const void *other, std::size_t count) {
-  const void *srcs[2] = {buf, other};
-  return r.space->reduce(t, op, buf, srcs, 2, count);
-}
 
 }  // namespace
 
-Status rail_allreduce_ring(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp) {
+Status RailAllreduce::start(Rail r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp,
+                            bool ring) {
+  r_ = r;
+  t_ = t;
+  op_ = op;
+  steps_.clear();
+  next_ = 0;
+  posted_ = false;
   const int n = r.group->size(), me = r.group->rank();
   if (n == 1 || count == 0) return Status::Ok;
-  const int right = (me + 1) % n, left = (me + n - 1) % n;
-  int step = 0;
-  // Reduce-scatter: after n-1 steps I hold the full reduction of part (me + 1) % n.
-  for (int s = 0; s < n - 1; ++s, ++step) {
-    std::size_t so, sl, ro, rl;
-    part_range(count, n, (me - s + n) % n, &so, &sl);
-    part_range(count, n, (me - s - 1 + 2 * n) % n, &ro, &rl);
-    Status st = exchange(r, right, at(buf, so * elem), sl * elem, left, tmp, rl * elem, step);
-    if (ok(st)) st = combine(r, t, op, at(buf, ro * elem), tmp, rl);
-    if (!ok(st)) return st;
+  int tag = 0;
+  if (ring) {
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    // Reduce-scatter: after n-1 steps I hold the full reduction of part (me + 1) % n.
+    for (int s = 0; s < n - 1; ++s) {
+      std::size_t so, sl, ro, rl;
+      part_range(count, n, (me - s + n) % n, &so, &sl);
+      part_range(count, n, (me - s - 1 + 2 * n) % n, &ro, &rl);
+      steps_.push_back({right, left, at(buf, so * elem), sl * elem, tmp, rl * elem, at(buf, ro * elem), rl, tag++});
+    }
+    // Allgather: pass the finished parts around the ring.
+    for (int s = 0; s < n - 1; ++s) {
+      std::size_t so, sl, ro, rl;
+      part_range(count, n, (me + 1 - s + n) % n, &so, &sl);
+      part_range(count, n, (me - s + n) % n, &ro, &rl);
+      steps_.push_back({right, left, at(buf, so * elem), sl * elem, at(buf, ro * elem), rl * elem, nullptr, 0, tag++});
+    }
+  } else {
+    // Recursive doubling; ranks 0 .. 2*extra-1 pair up first: the even one hands its data
+    // to the odd one and sits out until the result comes back.
+    const std::size_t bytes = count * elem;
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    const int extra = n - p;
+    int vrank = me < 2 * extra ? (me % 2 ? me / 2 : -1) : me - extra;
+    if (me < 2 * extra) {
+      if (me % 2 == 0) steps_.push_back({me + 1, -1, buf, bytes, nullptr, 0, nullptr, 0, 0});
+      else steps_.push_back({-1, me - 1, nullptr, 0, tmp, bytes, buf, count, 0});
+    }
+    const auto real = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+    tag = 1;
+    for (int mask = 1; vrank >= 0 && mask < p; mask <<= 1) {
+      const int partner = real(vrank ^ mask);
+      steps_.push_back({partner, partner, buf, bytes, tmp, bytes, buf, count, tag++});
+    }
+    tag = 1 + rd_steps(p);  // the same unfold tag on ranks that sat out
+    if (me < 2 * extra) {
+      if (me % 2 == 1) steps_.push_back({me - 1, -1, buf, bytes, nullptr, 0, nullptr, 0, tag});
+      else steps_.push_back({-1, me + 1, nullptr, 0, buf, bytes, nullptr, 0, tag});
+    }
   }
-  // Allgather: pass the finished parts around the ring.
-  for (int s = 0; s < n - 1; ++s, ++step) {
-    std::size_t so, sl, ro, rl;
-    part_range(count, n, (me + 1 - s + n) % n, &so, &sl);
-    part_range(count, n, (me - s + n) % n, &ro, &rl);
-    Status st = exchange(r, right, at(buf, so * elem), sl * elem, left, at(buf, ro * elem), rl * elem, step);
-    if (!ok(st)) return st;
+  return post();
+}
+
+Status RailAllreduce::post() {
+  if (next_ >= steps_.size()) return Status::Ok;
+  const Step &s = steps_[next_];
+  count_step(r_);
+  req_[0] = ucx::Request{};
+  req_[1] = ucx::Request{};
+  Status st = Status::Ok;
+  if (s.src >= 0) st = r_.group->irecv(s.src, s.rbuf, s.rbytes, r_.tag(s.tag), &req_[1]);
+  if (ok(st) && s.dst >= 0) st = r_.group->isend(s.dst, s.sbuf, s.sbytes, r_.tag(s.tag), &req_[0]);
+  if (!ok(st)) {
+    ucx::Group::cancel(req_, 2);
+    return st;
   }
+  posted_ = true;
   return Status::Ok;
 }
 
-Status rail_allreduce_rd(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp) {
-  const int n = r.group->size(), me = r.group->rank();
-  if (n == 1 || count == 0) return Status::Ok;
-  const std::size_t bytes = count * elem;
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int extra = n - p;  // ranks 0 .. 2*extra-1 pair up: odd ones carry on, even ones wait
-  int step = 0;
-  Status st = Status::Ok;
-  // Fold: even rank 2i (< 2*extra) hands its data to 2i+1 and sits out.
-  int vrank;
-  if (me < 2 * extra) {
-    if (me % 2 == 0) {
-      st = send_only(r, me + 1, buf, bytes, step);
-      vrank = -1;
-    } else {
-      st = recv_only(r, me - 1, tmp, bytes, step);
-      if (ok(st)) st = combine(r, t, op, buf, tmp, count);
-      vrank = me / 2;
+Status RailAllreduce::advance(bool *done) {
+  *done = false;
+  while (posted_) {
+    ucx::progress();
+    bool all_done = false;
+    Status st = ucx::Group::test(req_, 2, &all_done);
+    if (!ok(st)) {
+      posted_ = false;
+      return st;
     }
-  } else {
-    vrank = me - extra;
-  }
-  if (!ok(st)) return st;
-  ++step;
-  const auto real = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
-  // Recursive doubling among the p remaining ranks (steps 1 .. log2 p).
-  for (int mask = 1; vrank >= 0 && mask < p; mask <<= 1) {
-    const int partner = real(vrank ^ mask);
-    st = exchange(r, partner, buf, bytes, partner, tmp, bytes, step++);
-    if (ok(st)) st = combine(r, t, op, buf, tmp, count);
+    if (!all_done) return Status::Ok;  // still in flight
+    posted_ = false;
+    const Step &s = steps_[next_];
+    if (s.acc) {
+      const void *srcs[2] = {s.acc, s.rbuf};
+      st = r_.space->reduce(t_, op_, s.acc, srcs, 2, s.elems);
+      if (!ok(st)) return st;
+    }
+    ++next_;
+    st = post();
     if (!ok(st)) return st;
   }
-  step = 1 + rd_steps(p);  // the same unfold tag on ranks that sat out
-  // Unfold: the folded-in ranks get the result back.
-  if (me < 2 * extra) {
-    if (me % 2 == 1) st = send_only(r, me - 1, buf, bytes, step);
-    else st = recv_only(r, me + 1, buf, bytes, step);
+  *done = next_ >= steps_.size();
+  return Status::Ok;
+}
+
+Status RailAllreduce::finish() {
+  bool done = false;
+  while (true) {
+    if (posted_) {
+      Status st = r_.group->wait(req_, 2, r_.timeout_s);
+      if (!ok(st)) {
+        posted_ = false;
+        return st;
+      }
+    }
+    Status st = advance(&done);
+    if (!ok(st) || done) return st;
   }
-  return st;
+}
+
+void RailAllreduce::abandon() {
+  if (posted_) ucx::Group::cancel(req_, 2);
+  posted_ = false;
+  next_ = steps_.size();
+}
+
+Status rail_allreduce_ring(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp) {
+  RailAllreduce x;
+  Status st = x.start(r, t, op, buf, count, elem, tmp, true);
+  return ok(st) ? x.finish() : st;
+}
+
+Status rail_allreduce_rd(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp) {
+  RailAllreduce x;
+  Status st = x.start(r, t, op, buf, count, elem, tmp, false);
+  return ok(st) ? x.finish() : st;
 }
 
 Status rail_bcast_binomial(Rail &r, void *buf, std::size_t bytes, int root) {

@@ -8,6 +8,7 @@
 #include "base/status.h"
 #include "coll/memspace.h"
 #include "kernels/types.h"
+#include "ucx/transport.h"
 
 namespace gcoll {
 
@@ -22,6 +23,39 @@ struct Rail {
   double timeout_s;
   int *steps = nullptr;   // counts the network rounds this rank takes part in (stats)
   std::uint32_t tag(int step) const { return (seq << 12) | static_cast<std::uint32_t>(step & 0xfff); }
+};
+
+// An allreduce along the rail as a list of steps, run nonblocking: start() posts the
+// first step, advance() moves on as messages complete (call it often: from a sync's
+// wait, between other work), finish() blocks until the end. Step k: send, receive, then
+// optionally reduce what was received into the local buffer.
+class RailAllreduce {
+ public:
+  Status start(Rail r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp, bool ring);
+  Status advance(bool *done);
+  Status finish();
+  // After a failure elsewhere: cancel what is posted, so no buffer is touched afterwards.
+  void abandon();
+
+ private:
+  struct Step {
+    int dst = -1, src = -1;  // -1: no send / no receive
+    const void *sbuf = nullptr;
+    std::size_t sbytes = 0;
+    void *rbuf = nullptr;
+    std::size_t rbytes = 0;
+    void *acc = nullptr;  // acc = op(acc, rbuf) over `elems` elements after the receive
+    std::size_t elems = 0;
+    int tag = 0;
+  };
+  Status post();
+  Rail r_{};
+  DType t_{};
+  ROp op_{};
+  std::vector<Step> steps_;
+  std::size_t next_ = 0;
+  bool posted_ = false;
+  ucx::Request req_[2];
 };
 
 // Allreduce of buf[0, count) in place. tmp must hold count elements (rd) or

@@ -48,7 +48,7 @@ Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
   st = create_host_space(e->topo.node_comm, opt, &e->space);
   if (!ok(st)) return st;
   e->chunk_bytes = e->space->capacity();
-  e->scratch.resize(2 * e->chunk_bytes);
+  e->scratch.resize(4 * e->chunk_bytes);  // two slices in flight + their receive buffers
   if (e->topo.num_nodes > 1 && e->topo.rail_comm != MPI_COMM_NULL) {
     ucx::Options uo;
     uo.flush_owed_on_wait = false;  // every engine call ends with a progress barrier instead

@@ -1126,4 +1126,21 @@ Status Group::sendrecv(int dst, const void *sbuf, std::size_t sbytes, int src, v
   return wait(reqs, 2, timeout_s);
 }
 
+Status Group::test(Request *reqs, int n, bool *all_done) {
+  *all_done = true;
+  Status first = Status::Ok;
+  for (int i = 0; i < n; ++i) {
+    if (!poll_request(&reqs[i], true)) {
+      *all_done = false;
+      continue;
+    }
+    if (reqs[i].status != Status::Ok && first == Status::Ok) first = reqs[i].status;
+  }
+  if (first != Status::Ok) {
+    cancel(reqs, n);
+    *all_done = true;
+  }
+  return first;
+}
+
 }  // namespace gcoll::ucx

@@ -148,6 +148,9 @@ class Group {
   // cancellation, ErrTransport when an endpoint had to be force-closed (or, should UCX
   // still hold a request after that, when it had to be released to UCX: logged).
   static Status cancel(Request *reqs, int n);
+  // Nonblocking: polls the n requests once (call progress() too). *all_done tells whether
+  // every one is done. On a failure the others are cancelled and the failure returned.
+  static Status test(Request *reqs, int n, bool *all_done);
   Status sendrecv(int dst, const void *sbuf, std::size_t sbytes, int src, void *rbuf,
                   std::size_t rbytes, std::uint32_t tag, double timeout_s);
 
