@@ -156,6 +156,29 @@ const std::vector<SettingDef> kSettings = {
      "Seconds an engine call waits for a peer before failing with MPI_ERR_OTHER; 0 = wait as long as the "
      "peer lives (dead peers are detected either way).",
      [](Config &c, const Value &v) { c.timeout_s = static_cast<int>(v.i); }},
+    {"GCOLL_CUDA", SettingType::Enum, "auto", "auto|off",
+     "auto: classify every buffer with the CUDA driver when one is loaded and a GPU exists (no driver: "
+     "every buffer is host memory, silently). off: never touch CUDA; device buffers reach the MPI as they "
+     "would without gcoll.",
+     [](Config &c, const Value &v) { c.cuda = v.choice == 0; }},
+    {"GCOLL_DEVICE_BUFFERS", SettingType::Enum, "engine", "engine|staged",
+     "Device-memory calls: engine = gcoll's algorithms on the GPU (CUDA IPC and kernels inside a node); "
+     "staged = copy to pinned host memory, run the MPI's collective, copy back.",
+     [](Config &c, const Value &v) { c.device_engine = v.choice == 0; }},
+    {"GCOLL_UNIFORM_MEMORY", SettingType::Bool, "0", nullptr,
+     "1: the application promises that in every call all ranks pass the same kind of memory (all host, or all "
+     "device allocated the same way), which saves one small allreduce per call on communicators that can see "
+     "a GPU. Applies only where every rank of the communicator sets it. A broken promise hangs.",
+     [](Config &c, const Value &v) { c.uniform_memory = v.b; }},
+    {"GCOLL_DEVICE_CHUNK_SIZE", SettingType::Size, "8M", "65536:4294967296",
+     "Pipeline chunk of device-memory calls that do not read peers' buffers in place (small messages, "
+     "cudaMallocAsync memory): each rank holds 2 banks + 4 work chunks of GPU memory per communicator, "
+     "allocated at its first device call.",
+     [](Config &c, const Value &v) { c.device_chunk_size = v.size; }},
+    {"GCOLL_IPC_CACHE_SIZE", SettingType::Size, "16G", "0:1099511627776",
+     "Bound on the bytes of peers' device buffers kept mapped (CUDA IPC) between calls; least recently used "
+     "mappings are closed first. A stale mapping keeps the peer's freed memory alive.",
+     [](Config &c, const Value &v) { c.ipc_cache_size = v.size; }},
 };
 
 }  // namespace

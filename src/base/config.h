@@ -22,6 +22,11 @@ struct Config {
   std::string tune;                  // user's selection rules (validated in src/coll/tune)
   std::uint64_t chunk_size = 1 << 20;
   int timeout_s = 0;                 // 0: no timeout
+  bool cuda = true;                  // GCOLL_CUDA=auto (false: off, every buffer is host memory)
+  bool device_engine = true;         // GCOLL_DEVICE_BUFFERS=engine (false: staged)
+  bool uniform_memory = false;       // GCOLL_UNIFORM_MEMORY: skip the per-call memory-kind agreement
+  std::uint64_t device_chunk_size = 8ull << 20;   // GCOLL_DEVICE_CHUNK_SIZE
+  std::uint64_t ipc_cache_size = 16ull << 30;     // GCOLL_IPC_CACHE_SIZE
 };
 
 enum class SettingType { Bool, Int, Size, Enum, String };

@@ -8,11 +8,12 @@ namespace gcoll {
 
 // The rail for the next chunk of a call (each chunk gets its own tag sequence number;
 // every rank runs the same chunks, so the numbers agree).
-inline Rail next_rail(Engine &e) { return Rail{e.rail.get(), e.space.get(), e.seq++, e.timeout_s, &e.call_steps}; }
+inline Rail next_rail(Engine &e) { return Rail{e.rail.get(), e.space, e.seq++, e.timeout_s, &e.call_steps}; }
 
 Status allreduce_oneshot(Engine &e, const CollArgs &a);
 Status allreduce_rd(Engine &e, const CollArgs &a);
 Status allreduce_ring(Engine &e, const CollArgs &a);
+Status allreduce_twoshot(Engine &e, const CollArgs &a);
 Status bcast_binomial(Engine &e, const CollArgs &a);
 Status bcast_scatter_ag(Engine &e, const CollArgs &a);
 Status allgather_ring(Engine &e, const CollArgs &a);

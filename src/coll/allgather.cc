@@ -45,7 +45,7 @@ Status run(Engine &e, const CollArgs &a) {
   const std::size_t step =
       std::max<std::size_t>(1, std::min(e.chunk_bytes, N > 1 ? cap / max_rail_pieces(t) : cap));
   const void *mine = a.sendbuf ? a.sendbuf : at(a.recvbuf, t.rank * B);
-  char *net = e.scratch.data(), *tmp = e.scratch.data() + cap;
+  char *net = e.work, *tmp = e.work + cap;
   std::vector<std::size_t> sizes(N), off(N + 1);
   for (std::size_t o = 0; o < B; o += step) {
     const std::size_t c = std::min(step, B - o);

@@ -20,17 +20,25 @@ namespace ucx {
 class Group;
 }
 
+// Where a call's buffers live, agreed by all ranks before the call moves anything.
+enum class MemKind { Host, Device };
+
 // Everything an algorithm needs about one communicator, built once (collectively) at
 // the first engine call on it.
 struct Engine {
   Topology topo;
-  std::unique_ptr<MemSpace> space;   // node memory space
+  std::unique_ptr<MemSpace> host_space;    // node memory space for host buffers
+  std::unique_ptr<MemSpace> device_space;  // for device buffers (created at the first device call)
+  enum class DeviceState { Untried, Ready, Unavailable } device_state = DeviceState::Untried;
+  int device = -1;                         // the GPU of device_space
+  MemSpace *space = nullptr;               // the current call's (host_space or device_space)
+  char *work = nullptr;                    // the current call's private scratch (4 x capacity)
   std::unique_ptr<ucx::Group> rail;  // my rail, when there are several nodes and I have one
   std::size_t chunk_bytes = 0;       // pipeline chunk (<= space->capacity())
   double timeout_s = 0;
   std::uint32_t seq = 0;             // chunks run on this communicator (tags)
   int call_steps = 0;                // network rounds of the current call (stats)
-  std::vector<char> scratch;         // private scratch for network receives
+  std::vector<char> scratch;         // host scratch (work for host calls)
   ~Engine();
 };
 
@@ -44,6 +52,8 @@ struct CollArgs {
   ROp op = ROp::Sum;              // allreduce only
   int root = 0;                   // bcast only
   std::size_t elem = 1;           // bytes per element
+  MemKind mem = MemKind::Host;    // all ranks' buffers (agreed)
+  bool zero_copy = false;         // device: every rank's buffers can be exposed (CUDA IPC)
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };
 

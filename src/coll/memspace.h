@@ -9,8 +9,15 @@
 // syncs later, when every reader is done with it: no extra barrier is ever needed between
 // steps or between calls.
 //   host:   publish() copies into the rank's bank of the node's shared segment.
-//   device: publish() would export the user buffer (IPC handle of allocation base +
-//           offset) without copying; peer() maps it (cached by buffer ID).
+//   device: publish() copies (on the GPU) into the rank's device bank, which node peers
+//           mapped once through CUDA IPC; reduce() and copy() are kernels / async copies on
+//           the space's own stream; sync() waits for that stream before it raises its flag.
+//
+// Zero-copy exposure (device only, can_expose()): expose() publishes where a user buffer
+// lives (IPC handle of its allocation base + offset, cached by buffer ID) instead of its
+// bytes; after the next sync() every node peer gets a pointer to it with exposed(). The
+// buffer itself is not double-buffered: the algorithm must sync once more after the last
+// peer read of it before the call returns (finish() does).
 #pragma once
 
 #include <cstddef>
@@ -44,6 +51,29 @@ class MemSpace {
   // dst = op(srcs[0], ..., srcs[m-1]) element-wise, left fold in source order.
   virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) = 0;
   virtual Status copy(void *dst, const void *src, std::size_t bytes) = 0;
+
+  // A call starts (device: mappings it uses are kept until the next call) / ends. Device:
+  // finish() waits until everything enqueued is complete (the result is in the user's
+  // buffer) and then syncs once more, so that no peer still reads my buffers or banks
+  // when the call returns (the application may reuse them, or free the communicator).
+  virtual void begin_call() {}
+  virtual Status finish() { return Status::Ok; }
+
+  // Memory for an algorithm's private intermediate results, where reduce() and copy()
+  // may write (at least 4 x capacity() bytes); nullptr: use host memory (the engine's).
+  virtual char *work_area() { return nullptr; }
+
+  // Zero-copy exposure of user buffers (see above). `slot` < kExposeSlots.
+  static constexpr int kExposeSlots = 4;
+  virtual bool can_expose() const { return false; }
+  virtual Status expose(int slot, const void *buf, std::size_t bytes) {
+    (void)slot, (void)buf, (void)bytes;
+    return Status::NotSupported;
+  }
+  virtual Status exposed(int lr, int slot, void **out) {
+    (void)lr, (void)slot, (void)out;
+    return Status::NotSupported;
+  }
 
   // Work to run while sync() waits for peers (the network phase of another chunk, so
   // that the intra- and inter-node phases overlap). Cleared by the caller when done;

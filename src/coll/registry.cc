@@ -10,6 +10,11 @@ namespace {
 
 bool any(const CollArgs &, const Topology &) { return true; }
 
+// Zero-copy on device buffers: one node, every rank's buffers exposed through CUDA IPC.
+bool device_one_node(const CollArgs &a, const Topology &t) {
+  return a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1;
+}
+
 }  // namespace
 
 const std::vector<Algorithm> &algorithms() {
@@ -23,6 +28,9 @@ const std::vector<Algorithm> &algorithms() {
       {Coll::Allreduce, "ring",
        "intra-node reduce-scatter, ring allreduce of each slice along its rail, intra-node allgather", any,
        allreduce_ring},
+      {Coll::Allreduce, "twoshot",
+       "device buffers on one node: reduce-scatter then allgather by reading peers' buffers in place (CUDA IPC)",
+       device_one_node, allreduce_twoshot},
       {Coll::Bcast, "binomial", "binomial tree between nodes along one rail, then intra-node copy", any,
        bcast_binomial},
       {Coll::Bcast, "scatter_ag",

@@ -7,7 +7,7 @@
 namespace gcoll {
 
 const char *const kDefaultTune =
-    "allreduce:0-16K:@oneshot,allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,"
+    "allreduce:0-16K:@oneshot,allreduce:16K-inf:@twoshot,allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,"
     "bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
     "allgather:0-16K:@bruck,allgather:16K-inf:@ring";
 

@@ -9,9 +9,12 @@
 #include "pmpi/comm_state.h"
 #include "pmpi/dispatch.h"
 #include "pmpi/engine_setup.h"
+#include "cuda/device.h"
 #include "pmpi/errors.h"
+#include "pmpi/memory.h"
 #include "pmpi/mpi_types.h"
 #include "pmpi/runtime.h"
+#include "pmpi/staged.h"
 #include "ucx/transport.h"
 
 namespace gcoll {
@@ -32,18 +35,21 @@ std::uint64_t payload(int count, MPI_Datatype type) {
 }
 
 // Runs the engine for a call it supports. NotSupported (the same on every rank, before
-// any byte moved) sends the call to the MPI.
-Status run_engine(MPI_Comm comm, const CollArgs &a, EngineRecord *rec) {
+// any byte moved) sends the call to the MPI (host buffers) or to the staged path (device).
+Status run_engine(MPI_Comm comm, const CollArgs &a, int device, EngineRecord *rec) {
   CommState *cs = nullptr;
   Engine *e = nullptr;
   Status st = comm_state(comm, &cs);
   if (ok(st)) st = engine_for(cs, &e);
+  if (ok(st)) st = select_space(cs, e, a.mem, device);
   if (!ok(st)) return st;
   const Algorithm *algo = select_algorithm(user_tune_rules(), a, e->topo);
   if (!algo) return Status::NotSupported;
   const std::uint64_t intra0 = e->space->bytes_published, inter0 = e->rail ? e->rail->bytes_sent() : 0;
   e->call_steps = 0;
+  e->space->begin_call();
   st = algo->run(*e, a);
+  if (ok(st)) st = e->space->finish();
   // A rank whose receives completed may still owe its senders the acknowledgement of a
   // rendezvous, which only its own progress sends. Leave only when every rail peer is
   // done: then nobody waits for us. Small messages go eagerly and owe nothing. (The
@@ -55,37 +61,73 @@ Status run_engine(MPI_Comm comm, const CollArgs &a, EngineRecord *rec) {
   rec->intra = e->space->bytes_published - intra0;
   rec->inter = (e->rail ? e->rail->bytes_sent() : 0) - inter0;
   cs->seq.fetch_add(1, std::memory_order_relaxed);
-  GCOLL_TRACE("%s on communicator #%llu: @%s, %zu bytes, intra %llu, inter %llu", coll_name(a.coll),
-              static_cast<unsigned long long>(cs->id), algo->name, a.bytes(),
-              static_cast<unsigned long long>(rec->intra), static_cast<unsigned long long>(rec->inter));
+  GCOLL_TRACE("%s on communicator #%llu: @%s, %s memory, %zu bytes, intra %llu, inter %llu", coll_name(a.coll),
+              static_cast<unsigned long long>(cs->id), algo->name, a.mem == MemKind::Device ? "device" : "host",
+              a.bytes(), static_cast<unsigned long long>(rec->intra), static_cast<unsigned long long>(rec->inter));
   return st;
 }
+
+// The buffers of a call that carry bytes (nullptr: none, or MPI_IN_PLACE), for the
+// memory classification.
+struct Buffers {
+  const void *send = nullptr;
+  const void *recv = nullptr;
+};
 
 // The one template method every collective goes through (the guard at the boundary):
 //   1. reject what the MPI would crash on, through the error handler;
 //   2. decide the path, the same on every rank, before any byte moves: `prepare` fills
 //      the engine's arguments and says whether the engine supports the call (it never
 //      supports invalid arguments: those go to the MPI, which reports them as it does);
+//      the memory kinds of the buffers are classified, and for calls the engine
+//      supports, agreed across the ranks (memory.h);
 //   3. run it; an engine answer of NotSupported (rank-uniform, before anything moved)
-//      falls back to the MPI; any other engine error goes to the error handler;
+//      falls back to the MPI (host) or the staged path (device); any other engine error
+//      goes to the error handler;
 //   4. count the call.
-// `mpi` runs the PMPI_* call; `bytes` gives the result size after success.
-template <class Prepare, class Mpi, class Bytes>
-int run(Coll coll, const char *func, MPI_Comm comm, Prepare &&prepare, Mpi &&mpi, Bytes &&bytes) {
+// `mpi` runs the PMPI_* call, `staged` the staged path (given which buffers are device
+// memory); `bytes` gives the result size after success.
+template <class Prepare, class Mpi, class Staged, class Bytes>
+int run(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi, Staged &&staged,
+        Bytes &&bytes) {
   Stats &stats = process_stats();
   if (comm == MPI_COMM_NULL) {  // Open MPI 4.1.4 segfaults on this in MPI_Allgather
     stats.record(coll, Path::Error, 0);
     return raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
   }
-  DispatchInput in;  // host memory (device buffers come with the CUDA memory space)
-  in.host_buffers_engine = host_buffers_engine();
+  const Config &cfg = config();
   CollArgs args;
   args.coll = coll;
-  if (in.host_buffers_engine) in.engine_supports = prepare(&args);
+  DispatchInput in;
+  in.host_buffers_engine = cfg.host_engine;
+  in.engine_supports = prepare(&args);
+  // Memory kinds: mine, then (for calls the engine could take) everyone's.
+  CommState *cs = nullptr;
+  if (in.engine_supports && (!ok(comm_state(comm, &cs)) || cs->inter)) in.engine_supports = false;
+  const void *ptrs[2] = {bufs.send, bufs.recv};
+  const LocalMemory lm = classify_local(ptrs, 2, cs ? cs->device : -1);
+  StagedBuffers sb;
+  sb.send_device = bufs.send && lm.device && cuda::classify(bufs.send).device;
+  sb.recv_device = bufs.recv && lm.device && cuda::classify(bufs.recv).device;
+  sb.device = lm.ordinal;
+  in.local_device = lm.device;
+  in.mem = local_kind(lm);
+  if (in.engine_supports) {
+    CallMemory cm;
+    const Status st = agree_memory(cs, lm, &cm);
+    if (!ok(st)) {
+      stats.record(coll, Path::Error, 0);
+      return raise_error(comm, st, func, "the ranks could not agree on the memory kinds of the call");
+    }
+    in.mem = cm.mem;
+    in.device_engine = cm.device_engine;
+    args.mem = cm.mem == CallMem::Device ? MemKind::Device : MemKind::Host;
+    args.zero_copy = cm.zero_copy;
+  }
   Path path = decide(in);
   if (path == Path::Engine) {
     EngineRecord rec;
-    const Status st = run_engine(comm, args, &rec);
+    const Status st = run_engine(comm, args, lm.ordinal, &rec);
     if (ok(st)) {
       stats.record(coll, Path::Engine, bytes());
       stats.record_engine(coll, rec);
@@ -95,9 +137,9 @@ int run(Coll coll, const char *func, MPI_Comm comm, Prepare &&prepare, Mpi &&mpi
       stats.record(coll, Path::Error, 0);
       return raise_error(comm, st, func, "the collective failed");
     }
-    path = Path::Passthrough;
+    path = in.mem == CallMem::Device ? Path::Staged : Path::Passthrough;
   }
-  const int rc = mpi();
+  const int rc = path == Path::Staged ? staged(sb) : mpi();
   if (rc != MPI_SUCCESS) {
     stats.record(coll, Path::Error, 0);
     return rc;
@@ -131,9 +173,15 @@ int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
     a->elem = dtype_size(a->dtype);
     return true;
   };
+  Buffers bufs;
+  if (count > 0) {
+    bufs.send = sendbuf == MPI_IN_PLACE ? nullptr : sendbuf;
+    bufs.recv = recvbuf;
+  }
   return run(
-      Coll::Allreduce, "MPI_Allreduce", comm, prepare,
+      Coll::Allreduce, "MPI_Allreduce", comm, bufs, prepare,
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
+      [&](StagedBuffers sb) { return staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm, sb); },
       [&] { return payload(count, datatype); });
 }
 
@@ -149,8 +197,11 @@ int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
     a->elem = dtype_size(a->dtype);
     return true;
   };
+  Buffers bufs;
+  if (count > 0) bufs.recv = buffer;
   return run(
-      Coll::Bcast, "MPI_Bcast", comm, prepare, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
+      Coll::Bcast, "MPI_Bcast", comm, bufs, prepare, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
+      [&](StagedBuffers sb) { return staged_bcast(buffer, count, datatype, root, comm, sb); },
       [&] { return payload(count, datatype); });
 }
 
@@ -174,9 +225,15 @@ int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
     a->count = static_cast<std::size_t>(recvcount);
     return true;
   };
+  Buffers bufs;
+  if (sendbuf != MPI_IN_PLACE && sendcount > 0) bufs.send = sendbuf;
+  if (recvcount > 0) bufs.recv = recvbuf;
   return run(
-      Coll::Allgather, "MPI_Allgather", comm, prepare,
+      Coll::Allgather, "MPI_Allgather", comm, bufs, prepare,
       [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+      [&](StagedBuffers sb) {
+        return staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
+      },
       [&] {
         int inter = 0, n = 0;
         PMPI_Comm_test_inter(comm, &inter);

@@ -4,27 +4,40 @@
 // call takes the engine must be the same on every rank. Staged and passthrough both end
 // in the same PMPI_* collective (staged only copies device data to host first), so they
 // may differ between ranks. Every input that can select the engine must therefore be
-// rank-uniform: settings, `engine_supports` (computed from count, datatype, op, root and
-// communicator only) and `mem`, the memory kind agreed for the call by all ranks.
+// rank-uniform: settings (agreed once per communicator), `engine_supports` (computed
+// from count, datatype, op, root and communicator only) and `mem`, the memory kinds of
+// all ranks' buffers, agreed for the call (or, for calls the engine does not support,
+// this rank's own: they never take the engine).
 #pragma once
 
 #include "base/stats.h"
 
 namespace gcoll {
 
-enum class MemKind { Host, Device };
+enum class CallMem {
+  Host,    // every buffer is host memory (or no bytes move)
+  Device,  // every buffer is device memory
+  Mixed,   // some ranks (or buffers) host, some device: no engine
+};
 
 struct DispatchInput {
-  MemKind mem = MemKind::Host;       // agreed across the communicator's ranks
-  bool host_buffers_engine = false;  // host buffers may take the engine (setting)
+  CallMem mem = CallMem::Host;
+  bool local_device = false;         // this rank passes a device buffer
+  bool host_buffers_engine = false;  // setting: host buffers may take the engine
+  bool device_engine = true;         // setting (and every device buffer on the communicator's GPU)
   bool engine_supports = false;      // an engine algorithm supports these rank-uniform arguments
 };
 
 inline Path decide(const DispatchInput &in) {
-  if (in.mem == MemKind::Device)
-    return in.engine_supports ? Path::Engine : Path::Staged;  // never hand a device pointer to the MPI
-  if (in.host_buffers_engine && in.engine_supports) return Path::Engine;
-  return Path::Passthrough;
+  switch (in.mem) {
+    case CallMem::Device:  // never hand a device pointer to the MPI
+      return in.device_engine && in.engine_supports ? Path::Engine : Path::Staged;
+    case CallMem::Mixed:
+      return in.local_device ? Path::Staged : Path::Passthrough;
+    case CallMem::Host:
+      break;
+  }
+  return in.host_buffers_engine && in.engine_supports ? Path::Engine : Path::Passthrough;
 }
 
 }  // namespace gcoll

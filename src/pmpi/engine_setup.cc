@@ -6,6 +6,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "coll/cuda_space.h"
 #include "coll/host_space.h"
 #include "ucx/transport.h"
 
@@ -45,8 +46,9 @@ Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
   opt.bank_bytes = c.chunk_size;
   opt.timeout_s = c.timeout_s;
   if (e->topo.num_nodes > 1) opt.progress = [] { ucx::progress(); };
-  st = create_host_space(e->topo.node_comm, opt, &e->space);
+  st = create_host_space(e->topo.node_comm, opt, &e->host_space);
   if (!ok(st)) return st;
+  e->space = e->host_space.get();
   e->chunk_bytes = e->space->capacity();
   e->scratch.resize(4 * e->chunk_bytes);  // two slices in flight + their receive buffers
   if (e->topo.num_nodes > 1 && e->topo.rail_comm != MPI_COMM_NULL) {
@@ -97,6 +99,51 @@ Status engine_for(CommState *cs, Engine **out) {
   cs->engine = std::move(e);
   cs->engine_state = CommState::EngineState::Ready;
   *out = cs->engine.get();
+  return Status::Ok;
+}
+
+Status select_space(CommState *cs, Engine *e, MemKind mem, int device) {
+  if (mem == MemKind::Host) {
+    e->space = e->host_space.get();
+    e->work = e->scratch.data();
+    e->chunk_bytes = e->space->capacity();
+    return Status::Ok;
+  }
+  std::lock_guard<std::mutex> lock(cs->engine_mu);
+  if (e->device_state == Engine::DeviceState::Untried) {
+    Status st = Status::NotSupported;
+    if (e->topo.num_nodes == 1) {  // rank-uniform (agreed topology): no collective otherwise
+      const Config &c = config();
+      CudaSpaceOptions o;
+      o.device = device;
+      o.bank_bytes = c.device_chunk_size;
+      o.timeout_s = c.timeout_s;
+      o.ipc_cache_bytes = c.ipc_cache_size;
+      st = create_cuda_space(e->topo.node_comm, o, &e->device_space);
+      int good = ok(st) ? 1 : 0;
+      PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, cs->comm);
+      if (!good) {
+        if (!ok(st) && st != Status::NotSupported)
+          GCOLL_WARN("device engine setup failed (%s); device buffers on this communicator are staged",
+                     status_name(st));
+        e->device_space.reset();
+        st = Status::NotSupported;
+      }
+    }
+    if (ok(st)) {
+      e->device_state = Engine::DeviceState::Ready;
+      e->device = device;
+      cs->device = device;
+      GCOLL_INFO("device engine on communicator #%llu: GPU %d, %d local ranks", static_cast<unsigned long long>(cs->id),
+                 device, e->topo.local_size);
+    } else {
+      e->device_state = Engine::DeviceState::Unavailable;
+    }
+  }
+  if (e->device_state != Engine::DeviceState::Ready) return Status::NotSupported;
+  e->space = e->device_space.get();
+  e->work = e->space->work_area();
+  e->chunk_bytes = e->space->capacity();
   return Status::Ok;
 }
 

@@ -20,4 +20,12 @@ const std::vector<TuneRule> &user_tune_rules();
 // NotSupported (on every rank alike) when the engine cannot serve this communicator.
 Status engine_for(CommState *cs, Engine **out);
 
+// Points the engine at the memory space of a call (e->space, e->work, e->chunk_bytes).
+// Device: the first device call on the communicator creates the device space
+// collectively (mem is agreed, so every rank comes here together) on `device`, and all
+// ranks agree on the outcome; NotSupported on every rank alike when there is none
+// (several nodes: until the inter-node phase runs on device memory, those calls are
+// staged; or a rank could not map its peers).
+Status select_space(CommState *cs, Engine *e, MemKind mem, int device);
+
 }  // namespace gcoll

@@ -13,6 +13,7 @@
 #include "base/stats.h"
 #include "coll/engine.h"
 #include "pmpi/comm_state.h"
+#include "pmpi/staged.h"
 #include "ucx/transport.h"
 
 namespace gcoll {
@@ -39,6 +40,7 @@ bool mpi_usable() {
 int teardown(MPI_Comm, int, void *, void *) {
   GCOLL_INFO("teardown in MPI_Finalize");
   release_all_comm_states();
+  release_staging();
   ucx::finalize();
   detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);
   return MPI_SUCCESS;

@@ -63,6 +63,11 @@ TEST(ConfigTable, DefaultsParseAndMatchStruct) {
   EXPECT_EQ(pc.config.tune, def.tune);
   EXPECT_EQ(pc.config.chunk_size, def.chunk_size);
   EXPECT_EQ(pc.config.timeout_s, def.timeout_s);
+  EXPECT_EQ(pc.config.cuda, def.cuda);
+  EXPECT_EQ(pc.config.device_engine, def.device_engine);
+  EXPECT_EQ(pc.config.uniform_memory, def.uniform_memory);
+  EXPECT_EQ(pc.config.device_chunk_size, def.device_chunk_size);
+  EXPECT_EQ(pc.config.ipc_cache_size, def.ipc_cache_size);
   ASSERT_EQ(pc.effective.size(), settings_table().size());
   for (const auto &d : settings_table()) {
     EXPECT_EQ(std::string(d.name).rfind("GCOLL_", 0), 0u) << d.name;
@@ -93,6 +98,24 @@ TEST(ConfigTable, EngineSettings) {
   EXPECT_EQ(pc.config.chunk_size, 64u << 10);
   EXPECT_EQ(pc.config.timeout_s, 30);
   EXPECT_EQ(pc.config.tune, "allreduce:0-inf:@ring");
+}
+
+TEST(ConfigTable, DeviceSettings) {
+  const ParsedConfig pc = parse_config({{"GCOLL_CUDA", "OFF"},
+                                        {"GCOLL_DEVICE_BUFFERS", "staged"},
+                                        {"GCOLL_UNIFORM_MEMORY", "yes"},
+                                        {"GCOLL_DEVICE_CHUNK_SIZE", "8M"},
+                                        {"GCOLL_IPC_CACHE_SIZE", "1G"}});
+  EXPECT_TRUE(pc.messages.empty());
+  EXPECT_FALSE(pc.config.cuda);
+  EXPECT_FALSE(pc.config.device_engine);
+  EXPECT_TRUE(pc.config.uniform_memory);
+  EXPECT_EQ(pc.config.device_chunk_size, 8u << 20);
+  EXPECT_EQ(pc.config.ipc_cache_size, 1u << 30);
+  const ParsedConfig bad = parse_config({{"GCOLL_DEVICE_BUFFERS", "gpu"}, {"GCOLL_DEVICE_CHUNK_SIZE", "1K"}});
+  EXPECT_EQ(bad.messages.size(), 2u);
+  EXPECT_TRUE(bad.config.device_engine);
+  EXPECT_EQ(bad.config.device_chunk_size, Config().device_chunk_size);
 }
 
 TEST(ConfigTable, RangesAreEnforced) {

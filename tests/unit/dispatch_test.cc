@@ -5,40 +5,54 @@
 namespace gcoll {
 namespace {
 
-DispatchInput in(MemKind mem, bool host_engine, bool supports) {
+DispatchInput in(CallMem mem, bool host_engine, bool supports, bool local_device = false, bool device_engine = true) {
   DispatchInput d;
   d.mem = mem;
   d.host_buffers_engine = host_engine;
   d.engine_supports = supports;
+  d.local_device = local_device;
+  d.device_engine = device_engine;
   return d;
 }
 
 TEST(Dispatch, HostBuffersGoToMpiUnlessEngineRequestedAndSupported) {
-  EXPECT_EQ(decide(in(MemKind::Host, false, false)), Path::Passthrough);
-  EXPECT_EQ(decide(in(MemKind::Host, false, true)), Path::Passthrough);
-  EXPECT_EQ(decide(in(MemKind::Host, true, false)), Path::Passthrough);
-  EXPECT_EQ(decide(in(MemKind::Host, true, true)), Path::Engine);
+  EXPECT_EQ(decide(in(CallMem::Host, false, false)), Path::Passthrough);
+  EXPECT_EQ(decide(in(CallMem::Host, false, true)), Path::Passthrough);
+  EXPECT_EQ(decide(in(CallMem::Host, true, false)), Path::Passthrough);
+  EXPECT_EQ(decide(in(CallMem::Host, true, true)), Path::Engine);
 }
 
 TEST(Dispatch, DeviceBuffersNeverReachTheMpi) {
-  EXPECT_EQ(decide(in(MemKind::Device, false, true)), Path::Engine);
-  EXPECT_EQ(decide(in(MemKind::Device, true, true)), Path::Engine);
-  EXPECT_EQ(decide(in(MemKind::Device, false, false)), Path::Staged);
-  EXPECT_EQ(decide(in(MemKind::Device, true, false)), Path::Staged);
+  for (int he = 0; he < 2; ++he) {
+    EXPECT_EQ(decide(in(CallMem::Device, he, true, true)), Path::Engine);
+    EXPECT_EQ(decide(in(CallMem::Device, he, false, true)), Path::Staged);
+    EXPECT_EQ(decide(in(CallMem::Device, he, true, true, false)), Path::Staged);  // GCOLL_DEVICE_BUFFERS=staged
+    EXPECT_EQ(decide(in(CallMem::Mixed, he, true, true)), Path::Staged);
+    EXPECT_EQ(decide(in(CallMem::Mixed, he, false, true)), Path::Staged);
+  }
 }
 
-// Rank uniformity: ranks may differ only in what dispatch cannot see as uniform (none of
-// the inputs, by contract), and where two inputs give different paths, those paths must
-// be protocol-compatible unless the difference is in a rank-uniform input.
-TEST(Dispatch, EngineChoiceDependsOnlyOnUniformInputs) {
-  for (int mem = 0; mem < 2; ++mem)
+TEST(Dispatch, MixedCallsNeverTakeTheEngine) {
+  for (int he = 0; he < 2; ++he)
+    for (int sup = 0; sup < 2; ++sup) {
+      EXPECT_EQ(decide(in(CallMem::Mixed, he, sup, false)), Path::Passthrough);
+      EXPECT_EQ(decide(in(CallMem::Mixed, he, sup, true)), Path::Staged);
+    }
+}
+
+// Rank uniformity: every input but local_device is rank-uniform by contract. Ranks that
+// differ only in local_device must take protocol-compatible paths: both engine, or both
+// in {staged, passthrough}.
+TEST(Dispatch, RanksThatDifferOnlyInTheirOwnMemoryAgree) {
+  for (int mem = 0; mem < 3; ++mem)
     for (int he = 0; he < 2; ++he)
-      for (int sup = 0; sup < 2; ++sup) {
-        const Path p = decide(in(static_cast<MemKind>(mem), he, sup));
-        // Same inputs, same answer (a pure function).
-        EXPECT_EQ(p, decide(in(static_cast<MemKind>(mem), he, sup)));
-        if (!sup) EXPECT_NE(p, Path::Engine) << "engine chosen for unsupported arguments";
-      }
+      for (int de = 0; de < 2; ++de)
+        for (int sup = 0; sup < 2; ++sup) {
+          const Path a = decide(in(static_cast<CallMem>(mem), he, sup, false, de));
+          const Path b = decide(in(static_cast<CallMem>(mem), he, sup, true, de));
+          EXPECT_EQ(a == Path::Engine, b == Path::Engine) << mem << he << de << sup;
+          if (!sup) EXPECT_NE(a, Path::Engine) << "engine chosen for unsupported arguments";
+        }
 }
 
 }  // namespace

@@ -85,12 +85,40 @@ TEST(Tune, DefaultRulesParseAndCoverEverySize) {
   std::vector<TuneRule> rules;
   std::string err;
   ASSERT_TRUE(parse_tune(kDefaultTune, &rules, &err)) << err;
+  // Host calls: exactly one rule whose algorithm takes host memory matches every size.
+  Topology topo;
+  topo.num_nodes = 1;
+  CollArgs host;
   for (int c = 0; c < kColls; ++c)
     for (std::uint64_t b : {0ull, 1ull, 8ull, 4096ull, 65536ull, 1ull << 20, 1ull << 26, 1ull << 40}) {
+      host.coll = static_cast<Coll>(c);
       int hits = 0;
-      for (const auto &r : rules) hits += r.coll == static_cast<Coll>(c) && b >= r.lo && b < r.hi;
+      for (const auto &r : rules) hits += r.coll == host.coll && b >= r.lo && b < r.hi && r.algo->supports(host, topo);
       EXPECT_EQ(hits, 1) << coll_name(static_cast<Coll>(c)) << " " << b;
     }
+}
+
+TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
+  Topology one, two;
+  one.num_nodes = 1;
+  two.num_nodes = 2;
+  CollArgs a;
+  a.coll = Coll::Allreduce;
+  a.dtype = DType::Float;
+  a.elem = 4;
+  a.mem = MemKind::Device;
+  a.zero_copy = true;
+  a.count = 1 << 20;  // 4 MiB
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "twoshot");
+  EXPECT_STRNE(select_algorithm({}, a, two)->name, "twoshot");  // several nodes: never zero-copy
+  a.zero_copy = false;  // a rank's buffer cannot be exported (e.g. cudaMallocAsync): bank algorithms
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "ring");
+  a.zero_copy = true;
+  a.count = 16;  // 64 bytes: one-shot
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "oneshot");
+  a.mem = MemKind::Host;
+  a.count = 1 << 20;
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "ring");
 }
 
 TEST(Tune, UserRulesAndErrors) {

@@ -1,0 +1,240 @@
+/*
+ * gpu_stats: plain MPI + CUDA C program (does not link gcoll) run by gpu_stats_check.py
+ * as `mpirun -x LD_PRELOAD=libgcoll.so -x GCOLL_STATS_FILE=... gcoll_gpu_stats`.
+ *
+ * Each rank makes a fixed number of MPI_Allreduce, MPI_Bcast and MPI_Allgather calls
+ * of three kinds, on MPI_COMM_WORLD:
+ *   device predefined  cudaMalloc buffers, a predefined type (allreduce: MPI_FLOAT
+ *                      with MPI_SUM) - gcoll's engine on one node, staged otherwise;
+ *   device derived     cudaMalloc buffers, contiguous(2 x MPI_FLOAT), and for allreduce
+ *                      a user-defined op (on that type and on MPI_FLOAT) - always staged;
+ *   host               malloc buffers, MPI_FLOAT / MPI_INT - passthrough by default.
+ * Every result is checked against a formula (the values are small integers, exact in
+ * float). Rank 0 prints:
+ *   GCOLL_EXPECT np=<size>
+ *   GCOLL_EXPECT <coll> calls_per_rank=<n> calls=<total> bytes=<total>
+ *   GCOLL_EXPECT_KINDS <coll> device_predefined=<total> device_derived=<total> host=<total>
+ *   gpu_stats: PASS | gpu_stats: FAIL nfail=<n>
+ * with bytes as gcoll's stats define them (result-buffer data per rank: allreduce and
+ * bcast count * type size, allgather recvcount * type size * comm size), summed over
+ * ranks. Without a usable GPU it prints "SKIPPED: no GPU" and exits 77 before MPI_Init.
+ */
+#include <mpi.h>
+#include <cuda_runtime.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { AR = 0, BC = 1, AG = 2, NCOLL = 3 };
+enum { DEV = 0, DER = 1, HOST = 2, NKIND = 3 };
+static const char *coll_name[NCOLL] = {"allreduce", "bcast", "allgather"};
+static long long tally_calls[NCOLL], tally_bytes[NCOLL], tally_kind[NCOLL][NKIND];
+static int rank, size, nfail;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "gpu_stats: watchdog expired (hang?), aborting\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  _exit(3);
+}
+
+static void cuda_check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return;
+  fprintf(stderr, "gpu_stats rank %d: FAIL %s: %s (CUDA error %d)\n", rank, what, cudaGetErrorString(e), (int)e);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+#define CK(x) cuda_check((x), #x)
+
+static void tally(int coll, int kind, int count, MPI_Datatype t) {
+  int sz = 0;
+  MPI_Type_size(t, &sz);
+  long long b = (long long)count * sz;
+  if (coll == AG) b *= size;
+  tally_calls[coll]++;
+  tally_bytes[coll] += b;
+  tally_kind[coll][kind]++;
+}
+
+static void rc_check(int rc, const char *what) {
+  if (rc != MPI_SUCCESS) {
+    fprintf(stderr, "gpu_stats rank %d: FAIL %s returned %d\n", rank, what, rc);
+    nfail++;
+  }
+}
+
+static void check(int ok, const char *what, long idx, double got, double want) {
+  if (!ok) {
+    if (nfail < 20)
+      fprintf(stderr, "gpu_stats rank %d: FAIL %s [%ld]: got %.17g want %.17g\n", rank, what, idx, got, want);
+    nfail++;
+  }
+}
+
+/* Commutative user op on contiguous(2 x MPI_FLOAT) (and MPI_FLOAT): sum. */
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *t) {
+  int n = *len;
+  if (*t != MPI_FLOAT) n *= 2;
+  const float *a = (const float *)in;
+  float *b = (float *)inout;
+  for (int i = 0; i < n; i++) b[i] += a[i];
+}
+
+/* rank r, element i: small integers, exact in float for any sum over ranks */
+static float val(int r, long i) { return (float)((r + 1) * 3 + (int)(i % 97)); }
+static float sum_val(long i) {
+  float s = 0;
+  for (int r = 0; r < size; r++) s += val(r, i);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  signal(SIGALRM, on_alarm);
+  alarm(240);
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  if (e != cudaSuccess || ndev < 1) {
+    printf("SKIPPED: no GPU (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+    return 77;
+  }
+  const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (lr) {
+    e = cudaSetDevice(atoi(lr) % ndev);
+    if (e != cudaSuccess) {
+      fprintf(stderr, "gpu_stats: cudaSetDevice failed: %s\n", cudaGetErrorString(e));
+      return 1;
+    }
+  }
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (!lr) CK(cudaSetDevice(rank % ndev));
+
+  const long maxn = 100003;
+  float *h = malloc(sizeof(float) * maxn * size), *h2 = malloc(sizeof(float) * maxn * size);
+  float *d, *d2;
+  CK(cudaMalloc((void **)&d, sizeof(float) * maxn * size));
+  CK(cudaMalloc((void **)&d2, sizeof(float) * maxn * size));
+  MPI_Datatype pair;
+  MPI_Type_contiguous(2, MPI_FLOAT, &pair);
+  MPI_Type_commit(&pair);
+  MPI_Op usum;
+  MPI_Op_create(user_sum, 1, &usum);
+
+  /* ---- allreduce: 12 device MPI_FLOAT sums, 4 derived, 2 user op, 3 host ---- */
+  const int ar_counts[12] = {1, 2, 7, 64, 1000, 1001, 4096, 10007, 65536, 100003, 3, 33333};
+  for (int k = 0; k < 12; k++) {
+    const int n = ar_counts[k];
+    for (long i = 0; i < n; i++) h[i] = val(rank, i);
+    CK(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
+    if (k % 3 == 2) /* in place now and then */
+      rc_check(MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "allreduce device in place");
+    else
+      rc_check(MPI_Allreduce(d, d2, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "allreduce device");
+    tally(AR, DEV, n, MPI_FLOAT);
+    CK(cudaMemcpy(h2, k % 3 == 2 ? d : d2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    for (long i = 0; i < n; i++) check(h2[i] == sum_val(i), "allreduce device", i, h2[i], sum_val(i));
+  }
+  for (int k = 0; k < 6; k++) { /* 4 derived, 2 MPI_FLOAT; all with a user-defined op */
+    const int derived = k < 4;
+    const int n = derived ? 501 * (k + 1) : 999;
+    const long nf = derived ? 2L * n : n;
+    for (long i = 0; i < nf; i++) h[i] = val(rank, i);
+    CK(cudaMemcpy(d, h, sizeof(float) * nf, cudaMemcpyHostToDevice));
+    /* a user-defined op in every case: Open MPI rejects MPI_SUM on a derived type */
+    rc_check(MPI_Allreduce(d, d2, n, derived ? pair : MPI_FLOAT, usum, MPI_COMM_WORLD),
+             "allreduce derived/user op");
+    tally(AR, DER, n, derived ? pair : MPI_FLOAT);
+    CK(cudaMemcpy(h2, d2, sizeof(float) * nf, cudaMemcpyDeviceToHost));
+    for (long i = 0; i < nf; i++) check(h2[i] == sum_val(i), "allreduce derived/user op", i, h2[i], sum_val(i));
+  }
+  for (int k = 0; k < 3; k++) {
+    const int n = 100 + k;
+    for (long i = 0; i < n; i++) h[i] = val(rank, i);
+    rc_check(MPI_Allreduce(h, h2, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "allreduce host");
+    tally(AR, HOST, n, MPI_FLOAT);
+    for (long i = 0; i < n; i++) check(h2[i] == sum_val(i), "allreduce host", i, h2[i], sum_val(i));
+  }
+
+  /* ---- bcast: 6 device MPI_INT, 2 derived, 2 host ---- */
+  int *hi = (int *)h, *hi2 = (int *)h2;
+  for (int k = 0; k < 10; k++) {
+    const int kind = k < 6 ? DEV : k < 8 ? DER : HOST;
+    const int root = k % size;
+    const int n = kind == DER ? 777 : 1 + 4099 * k;
+    const long ni = kind == DER ? 2L * n : n;
+    for (long i = 0; i < ni; i++) hi[i] = rank == root ? (int)(i * 7 + k) : -1;
+    MPI_Datatype t = kind == DER ? pair : MPI_INT;
+    if (kind == HOST) {
+      rc_check(MPI_Bcast(hi, n, t, root, MPI_COMM_WORLD), "bcast host");
+      memcpy(hi2, hi, sizeof(int) * ni);
+    } else {
+      CK(cudaMemcpy(d, hi, sizeof(int) * ni, cudaMemcpyHostToDevice));
+      rc_check(MPI_Bcast(d, n, t, root, MPI_COMM_WORLD), "bcast device");
+      CK(cudaMemcpy(hi2, d, sizeof(int) * ni, cudaMemcpyDeviceToHost));
+    }
+    tally(BC, kind, n, t);
+    for (long i = 0; i < ni; i++) check(hi2[i] == (int)(i * 7 + k), "bcast", i, hi2[i], (double)(i * 7 + k));
+  }
+
+  /* ---- allgather: 6 device MPI_FLOAT (2 in place), 2 derived, 2 host ---- */
+  for (int k = 0; k < 10; k++) {
+    const int kind = k < 6 ? DEV : k < 8 ? DER : HOST;
+    const int n = kind == DER ? 300 : 1 + 1237 * k;
+    const long nf = kind == DER ? 2L * n : n;
+    const int in_place = kind == DEV && k % 3 == 1;
+    MPI_Datatype t = kind == DER ? pair : MPI_FLOAT;
+    for (long i = 0; i < nf * size; i++) h[i] = -1.0f;
+    for (long i = 0; i < nf; i++) h[(in_place ? rank * nf : 0) + i] = val(rank, i);
+    if (kind == HOST) {
+      memcpy(h2 + rank * nf, h, sizeof(float) * nf);
+      rc_check(MPI_Allgather(h, n, t, h2, n, t, MPI_COMM_WORLD), "allgather host");
+    } else {
+      if (in_place) {
+        CK(cudaMemcpy(d2, h, sizeof(float) * nf * size, cudaMemcpyHostToDevice));
+        rc_check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d2, n, t, MPI_COMM_WORLD),
+                 "allgather device in place");
+      } else {
+        CK(cudaMemcpy(d, h, sizeof(float) * nf, cudaMemcpyHostToDevice));
+        rc_check(MPI_Allgather(d, n, t, d2, n, t, MPI_COMM_WORLD), "allgather device");
+      }
+      CK(cudaMemcpy(h2, d2, sizeof(float) * nf * size, cudaMemcpyDeviceToHost));
+    }
+    tally(AG, kind, n, t);
+    for (int r = 0; r < size; r++)
+      for (long i = 0; i < nf; i++)
+        check(h2[r * nf + i] == val(r, i), "allgather", r * nf + i, h2[r * nf + i], val(r, i));
+  }
+
+  /* ---- report (MPI_Reduce: not counted by gcoll) ---- */
+  long long calls_tot[NCOLL], bytes_tot[NCOLL], kind_tot[NCOLL][NKIND];
+  int nfail_tot = 0;
+  MPI_Reduce(tally_calls, calls_tot, NCOLL, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(tally_bytes, bytes_tot, NCOLL, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(tally_kind, kind_tot, NCOLL * NKIND, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&nfail, &nfail_tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf("GCOLL_EXPECT np=%d\n", size);
+    for (int c = 0; c < NCOLL; c++) {
+      printf("GCOLL_EXPECT %s calls_per_rank=%lld calls=%lld bytes=%lld\n", coll_name[c], tally_calls[c],
+             calls_tot[c], bytes_tot[c]);
+      printf("GCOLL_EXPECT_KINDS %s device_predefined=%lld device_derived=%lld host=%lld\n", coll_name[c],
+             kind_tot[c][DEV], kind_tot[c][DER], kind_tot[c][HOST]);
+    }
+    if (nfail_tot == 0)
+      printf("gpu_stats: PASS\n");
+    else
+      printf("gpu_stats: FAIL nfail=%d\n", nfail_tot);
+    fflush(stdout);
+  }
+  MPI_Op_free(&usum);
+  MPI_Type_free(&pair);
+  CK(cudaFree(d));
+  CK(cudaFree(d2));
+  free(h);
+  free(h2);
+  MPI_Finalize();
+  return (rank == 0 ? nfail_tot : nfail) != 0;
+}

@@ -1,0 +1,288 @@
+#include "coll/cuda_space.h"
+
+#if !GCOLL_HAVE_CUDA
+
+namespace gcoll {
+
+Status create_cuda_space(MPI_Comm, const CudaSpaceOptions &, std::unique_ptr<MemSpace> *) {
+  return Status::NotSupported;
+}
+
+}  // namespace gcoll
+
+#else
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "base/log.h"
+#include "coll/host_space.h"
+#include "cuda/device.h"
+#include "kernels/cuda_reduce.cuh"
+
+namespace gcoll {
+
+namespace {
+
+Status cuda_status(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return Status::Ok;
+  GCOLL_WARN("%s: CUDA error %d (%s)", what, static_cast<int>(e), cudaGetErrorString(e));
+  return e == cudaErrorMemoryAllocation ? Status::ErrNoMem : Status::ErrInternal;
+}
+
+// Makes `dev` current for the runtime calls of a scope and restores the application's
+// device afterwards (the application's current device is its business, not ours).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int dev) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
+    cudaSetDevice(dev);  // also makes the device's primary context current for driver calls
+    set_ = dev;
+  }
+  ~DeviceScope() {
+    if (prev_ >= 0 && prev_ != set_) cudaSetDevice(prev_);
+  }
+
+ private:
+  int prev_ = -1, set_ = -1;
+};
+
+// What a rank publishes in the host segment: its banks at creation, then one record per
+// exposure slot.
+struct Exposure {
+  cuda::IpcHandle handle;
+  std::uint64_t base, size, id, offset;
+  std::int32_t valid;
+};
+constexpr std::size_t kCtlBytes = 4096;
+static_assert(MemSpace::kExposeSlots * sizeof(Exposure) <= kCtlBytes, "exposure records fit the control bank");
+
+class CudaSpace final : public MemSpace {
+ public:
+  CudaSpace(const CudaSpaceOptions &opt, std::unique_ptr<MemSpace> ctl)
+      : opt_(opt),
+        ctl_(std::move(ctl)),
+        export_cache_(cuda::driver()),
+        open_cache_(cuda::driver(), opt.ipc_cache_bytes) {}
+
+  ~CudaSpace() override {
+    DeviceScope d(opt_.device);
+    open_cache_.clear();
+    for (std::size_t p = 0; p < peers_.size(); ++p)
+      if (peers_[p] && static_cast<int>(p) != local_rank()) cudaIpcCloseMemHandle(peers_[p]);
+    if (work_) cudaFree(work_);
+    if (mine_) cudaFree(mine_);
+    if (done_) cudaEventDestroy(done_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  // Creation, between the two collective steps: allocate and export (step 1), map the
+  // peers' banks (step 2). Every rank goes through both syncs whatever happens.
+  Status setup() {
+    DeviceScope d(opt_.device);
+    Exposure rec{};
+    Status st = cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    if (ok(st)) st = cuda_status(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate");
+    if (ok(st)) st = cuda_status(cudaMalloc(&mine_, 2 * opt_.bank_bytes), "cudaMalloc (banks)");
+    if (ok(st)) st = cuda_status(cudaMalloc(&work_, 4 * opt_.bank_bytes), "cudaMalloc (work area)");
+    cudaIpcMemHandle_t h{};
+    if (ok(st)) st = cuda_status(cudaIpcGetMemHandle(&h, mine_), "cudaIpcGetMemHandle (banks)");
+    if (ok(st)) {
+      std::memcpy(rec.handle.bytes, &h, sizeof h);
+      rec.valid = 1;
+    }
+    Status s2 = ctl_->publish(0, &rec, sizeof rec);
+    if (ok(s2)) s2 = ctl_->sync();
+    if (!ok(s2)) return s2;
+    const int n = local_size(), me = local_rank();
+    peers_.assign(n, nullptr);
+    peers_[me] = static_cast<char *>(mine_);
+    for (int p = 0; ok(st) && p < n; ++p) {
+      if (p == me) continue;
+      Exposure r;
+      std::memcpy(&r, ctl_->peer(p), sizeof r);
+      if (!r.valid) {
+        st = Status::ErrInternal;  // that rank reported its own failure
+        break;
+      }
+      cudaIpcMemHandle_t ph;
+      std::memcpy(&ph, r.handle.bytes, sizeof ph);
+      void *local = nullptr;
+      st = cuda_status(cudaIpcOpenMemHandle(&local, ph, cudaIpcMemLazyEnablePeerAccess),
+                       "cudaIpcOpenMemHandle (a node peer's banks)");
+      peers_[p] = static_cast<char *>(local);
+    }
+    // Nobody frees its banks before every peer has mapped them (and returned a verdict).
+    const Status s3 = ctl_->sync();
+    return ok(st) ? s3 : st;
+  }
+
+  int local_rank() const override { return ctl_->local_rank(); }
+  int local_size() const override { return ctl_->local_size(); }
+  std::size_t capacity() const override { return opt_.bank_bytes; }
+
+  Status publish(std::size_t at, const void *src, std::size_t bytes) override {
+    if (at + bytes > opt_.bank_bytes) return Status::ErrInternal;
+    bytes_published += bytes;
+    if (!bytes) return Status::Ok;
+    DeviceScope d(opt_.device);
+    return cuda_status(cudaMemcpyAsync(bank(local_rank(), epoch_ & 1) + at, src, bytes, cudaMemcpyDefault, stream_),
+                       "publish (cudaMemcpyAsync)");
+  }
+  void *publish_area(std::size_t at, std::size_t bytes) override {
+    bytes_published += bytes;
+    return bank(local_rank(), epoch_ & 1) + at;
+  }
+
+  Status sync() override {
+    Status st = drain();
+    ctl_->while_waiting = while_waiting;
+    const Status s2 = ctl_->sync();  // always: the peers count my syncs
+    ctl_->while_waiting = nullptr;
+    ++epoch_;
+    return ok(st) ? s2 : st;
+  }
+
+  const void *peer(int lr) const override { return bank(lr, (epoch_ - 1) & 1); }
+
+  Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) override {
+    if (m < 1) return Status::ErrInternal;
+    if (!cuda_op_supported(op, t)) return Status::NotSupported;
+    DeviceScope d(opt_.device);
+    // More sources than one kernel takes: fold the rest into dst, which is then the first
+    // source of the next pass (the same left fold, so the same bits).
+    const void *batch[kCudaMaxSources];
+    int done = 0;
+    while (done < m) {
+      int k = 0;
+      if (done > 0) batch[k++] = dst;
+      while (k < kCudaMaxSources && done < m) batch[k++] = srcs[done++];
+      const Status st = cuda_status(cuda_reduce(t, op, dst, batch, k, count, stream_), "reduce kernel");
+      if (!ok(st)) return st;
+    }
+    return Status::Ok;
+  }
+
+  Status copy(void *dst, const void *src, std::size_t bytes) override {
+    if (!bytes || dst == src) return Status::Ok;
+    DeviceScope d(opt_.device);
+    return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "copy (cudaMemcpyAsync)");
+  }
+
+  void begin_call() override { open_cache_.begin_call(); }
+
+  Status finish() override { return sync(); }
+
+  char *work_area() override { return static_cast<char *>(work_); }
+
+  bool can_expose() const override { return true; }
+
+  Status expose(int slot, const void *buf, std::size_t bytes) override {
+    if (slot < 0 || slot >= kExposeSlots) return Status::ErrInternal;
+    Exposure rec{};
+    own_[slot] = const_cast<void *>(buf);
+    Status st = Status::Ok;
+    if (bytes) {
+      const cuda::PtrInfo info = cuda::classify(buf);
+      if (!info.device || !info.ipc_capable || info.ordinal != opt_.device) {
+        GCOLL_WARN("buffer %p cannot be exposed through CUDA IPC", buf);
+        st = Status::ErrInternal;
+      } else {
+        DeviceScope d(opt_.device);
+        st = export_cache_.get(info, &rec.handle);
+      }
+      if (ok(st)) {
+        rec.base = info.base;
+        rec.size = info.size;
+        rec.id = info.buffer_id;
+        rec.offset = reinterpret_cast<std::uintptr_t>(buf) - info.base;
+        rec.valid = 1;
+      }
+    }
+    const Status s2 = ctl_->publish(slot * sizeof(Exposure), &rec, sizeof rec);
+    return ok(st) ? s2 : st;
+  }
+
+  Status exposed(int lr, int slot, void **out) override {
+    if (slot < 0 || slot >= kExposeSlots || lr < 0 || lr >= local_size()) return Status::ErrInternal;
+    if (lr == local_rank()) {
+      *out = own_[slot];
+      return Status::Ok;
+    }
+    Exposure rec;
+    std::memcpy(&rec, static_cast<const char *>(ctl_->peer(lr)) + slot * sizeof(Exposure), sizeof rec);
+    if (!rec.valid) {
+      *out = nullptr;  // nothing exposed (zero bytes): never dereferenced
+      return Status::Ok;
+    }
+    DeviceScope d(opt_.device);
+    void *base = nullptr;
+    const Status st = open_cache_.open(lr, rec.base, rec.size, rec.id, rec.handle, &base);
+    if (!ok(st)) return st;
+    *out = static_cast<char *>(base) + rec.offset;
+    return Status::Ok;
+  }
+
+ private:
+  char *bank(int lr, std::uint64_t which) const { return peers_[lr] + which * opt_.bank_bytes; }
+
+  // Waits until everything enqueued on my stream is done: polls an event, spinning
+  // briefly, then yielding, then sleeping (ranks sharing a GPU and cores must let each
+  // other run), with the caller's overlap work in between.
+  Status drain() {
+    DeviceScope d(opt_.device);
+    Status st = cuda_status(cudaEventRecord(done_, stream_), "cudaEventRecord");
+    for (unsigned spin = 0; ok(st); ++spin) {
+      const cudaError_t e = cudaEventQuery(done_);
+      if (e == cudaSuccess) return Status::Ok;
+      if (e != cudaErrorNotReady) return cuda_status(e, "device work of a collective");
+      if (while_waiting) st = while_waiting();
+      if (spin < 256) continue;
+      if (spin < 4096) {
+        sched_yield();
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    return st;
+  }
+
+  CudaSpaceOptions opt_;
+  std::unique_ptr<MemSpace> ctl_;  // flags, IPC handles and exposure records
+  cuda::IpcExportCache export_cache_;
+  cuda::IpcOpenCache open_cache_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t done_ = nullptr;
+  void *mine_ = nullptr;             // my two banks
+  void *work_ = nullptr;             // private scratch
+  std::vector<char *> peers_;        // every rank's banks, mapped here (mine included)
+  void *own_[kExposeSlots] = {};     // what I exposed this call
+  std::uint64_t epoch_ = 0;
+};
+
+}  // namespace
+
+Status create_cuda_space(MPI_Comm node_comm, const CudaSpaceOptions &opt, std::unique_ptr<MemSpace> *out) {
+  HostSpaceOptions ho;
+  ho.bank_bytes = kCtlBytes;
+  ho.timeout_s = opt.timeout_s;
+  std::unique_ptr<MemSpace> ctl;
+  Status st = create_host_space(node_comm, ho, &ctl);
+  if (!ok(st)) return st;  // collective failure: every rank returns here
+  auto space = std::make_unique<CudaSpace>(opt, std::move(ctl));
+  st = space->setup();
+  if (!ok(st)) return st;
+  *out = std::move(space);
+  return Status::Ok;
+}
+
+}  // namespace gcoll
+
+#endif

@@ -1,0 +1,284 @@
+#include "pmpi/staged.h"
+
+#if !GCOLL_HAVE_CUDA
+
+// Without CUDA no buffer is ever classified as device memory: nothing reaches here.
+namespace gcoll {
+int staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                     MPI_Comm comm, StagedBuffers) {
+  return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+int staged_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, StagedBuffers) {
+  return PMPI_Bcast(buffer, count, datatype, root, comm);
+}
+int staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                     MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers) {
+  return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+void release_staging() {}
+}  // namespace gcoll
+
+#else
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "base/log.h"
+#include "pmpi/errors.h"
+
+namespace gcoll {
+
+namespace {
+
+// Where `count` elements of `type` lie relative to the buffer pointer: [lo, lo + bytes).
+struct Span {
+  MPI_Aint lo = 0;
+  std::size_t bytes = 0;
+  bool holes = false;  // bytes the datatype does not describe lie inside the span
+};
+
+bool span_of(int count, MPI_Datatype type, Span *out) {
+  *out = Span{};
+  if (count == 0) return true;
+  MPI_Aint tlb, text, lb, ext;
+  int size = 0;
+  if (count < 0 || PMPI_Type_get_true_extent(type, &tlb, &text) != MPI_SUCCESS ||
+      PMPI_Type_get_extent(type, &lb, &ext) != MPI_SUCCESS || PMPI_Type_size(type, &size) != MPI_SUCCESS)
+    return false;
+  const MPI_Aint stride = static_cast<MPI_Aint>(count - 1) * ext;
+  const MPI_Aint lo = tlb + std::min<MPI_Aint>(0, stride), hi = tlb + text + std::max<MPI_Aint>(0, stride);
+  out->lo = lo;
+  out->bytes = static_cast<std::size_t>(hi - lo);
+  out->holes = static_cast<std::size_t>(size) * static_cast<std::size_t>(count) != out->bytes;
+  return true;
+}
+
+// Pinned host buffers, kept for the next call (cudaHostAlloc costs milliseconds).
+class PinnedPool {
+ public:
+  void *get(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it)
+        if (it->second >= bytes && (best == free_.end() || it->second < best->second)) best = it;
+      if (best != free_.end()) {
+        void *p = best->first;
+        size_[p] = best->second;
+        cached_ -= best->second;
+        free_.erase(best);
+        return p;
+      }
+    }
+    std::size_t want = std::size_t{1} << 16;
+    while (want < bytes) want <<= 1;
+    void *p = nullptr;
+    const cudaError_t e = cudaHostAlloc(&p, want, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+      GCOLL_WARN("cudaHostAlloc of %zu bytes for staging: %s", want, cudaGetErrorString(e));
+      return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    size_[p] = want;
+    return p;
+  }
+
+  void put(void *p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::size_t bytes = size_[p];
+    size_.erase(p);
+    free_.emplace_back(p, bytes);
+    cached_ += bytes;
+    // Keep at most kMaxCached bytes idle: free the smallest first (the largest serve all).
+    while (cached_ > kMaxCached && free_.size() > 1) {
+      auto small = std::min_element(free_.begin(), free_.end(),
+                                    [](const auto &a, const auto &b) { return a.second < b.second; });
+      cudaFreeHost(small->first);
+      cached_ -= small->second;
+      free_.erase(small);
+    }
+  }
+
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &f : free_) cudaFreeHost(f.first);
+    free_.clear();
+    cached_ = 0;
+  }
+
+ private:
+  static constexpr std::size_t kMaxCached = std::size_t{1} << 30;
+  std::mutex mu_;
+  std::vector<std::pair<void *, std::size_t>> free_;
+  std::map<void *, std::size_t> size_;  // buffers in use
+  std::size_t cached_ = 0;
+};
+
+PinnedPool &pool() {
+  static PinnedPool *p = new PinnedPool;  // never destroyed: release_staging() empties it
+  return *p;
+}
+
+// One non-blocking stream per GPU for the staging copies.
+std::mutex g_streams_mu;
+std::map<int, cudaStream_t> g_streams;
+
+cudaStream_t stream_for(int device) {
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  auto it = g_streams.find(device);
+  if (it != g_streams.end()) return it->second;
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return nullptr;
+  g_streams[device] = s;
+  return s;
+}
+
+// A staging session for one call: the device made current (and restored), host copies
+// of the device buffers, copies in both directions on the GPU's staging stream.
+class Stager {
+ public:
+  Stager(MPI_Comm comm, const char *func, int device) : comm_(comm), func_(func) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
+    cudaSetDevice(device);
+    device_ = device;
+    stream_ = stream_for(device);
+  }
+  ~Stager() {
+    for (void *p : held_) pool().put(p);
+    if (prev_ >= 0 && prev_ != device_) cudaSetDevice(prev_);
+  }
+
+  // A host copy of the span of `count` x `type` at `dev`; `copy_in` fills it from the
+  // device. Returns the pointer the MPI gets (span start minus lo), or nullptr on failure.
+  void *host_copy(const void *dev, const Span &s, bool copy_in) {
+    if (!stream_) return fail("no CUDA stream for staging");
+    void *h = s.bytes ? pool().get(s.bytes) : nullptr;
+    if (s.bytes && !h) return fail("out of pinned host memory");
+    if (h) held_.push_back(h);
+    if (copy_in && s.bytes) {
+      if (cudaMemcpyAsync(h, static_cast<const char *>(dev) + s.lo, s.bytes, cudaMemcpyDefault, stream_) !=
+              cudaSuccess ||
+          cudaStreamSynchronize(stream_) != cudaSuccess)
+        return fail("copy of a device buffer to host memory failed");
+    }
+    return static_cast<char *>(h) - s.lo;
+  }
+
+  bool copy_out(void *dev, const void *host, const Span &s) {
+    if (!s.bytes) return true;
+    if (cudaMemcpyAsync(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
+                        cudaMemcpyDefault, stream_) != cudaSuccess ||
+        cudaStreamSynchronize(stream_) != cudaSuccess) {
+      fail("copy of the result back to device memory failed");
+      return false;
+    }
+    return true;
+  }
+
+  bool failed() const { return failed_; }
+  int error() { return raise_error(comm_, Status::ErrInternal, func_, message_); }
+
+ private:
+  void *fail(const char *msg) {
+    if (!failed_) {
+      message_ = msg;
+      cudaGetLastError();  // clear the runtime's sticky error of this thread
+    }
+    failed_ = true;
+    return nullptr;
+  }
+
+  MPI_Comm comm_;
+  const char *func_;
+  const char *message_ = "";
+  int prev_ = -1, device_ = -1;
+  cudaStream_t stream_ = nullptr;
+  bool failed_ = false;
+  std::vector<void *> held_;
+};
+
+}  // namespace
+
+// A staging failure is local (out of pinned memory, a CUDA error): the rank cannot take
+// part in the MPI call. It reports through the error handler; its peers then wait in the
+// MPI, as they would for any rank that leaves a collective with an error.
+int staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                     MPI_Comm comm, StagedBuffers b) {
+  Span s;
+  if (!span_of(count, datatype, &s))  // the MPI reports the bad datatype or count, touching nothing
+    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  Stager st(comm, "MPI_Allreduce", b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (!in_place && b.send_device) hsend = st.host_copy(sendbuf, s, true);
+  if (b.recv_device) hrecv = st.host_copy(recvbuf, s, in_place || s.holes);
+  if (st.failed()) return st.error();
+  const int rc = PMPI_Allreduce(hsend, hrecv, count, datatype, op, comm);
+  if (rc != MPI_SUCCESS) return rc;
+  if (b.recv_device && !st.copy_out(recvbuf, hrecv, s)) return st.error();
+  return MPI_SUCCESS;
+}
+
+int staged_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, StagedBuffers b) {
+  Span s;
+  int rank = -1;
+  PMPI_Comm_rank(comm, &rank);
+  if (!b.recv_device || !span_of(count, datatype, &s)) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  Stager st(comm, "MPI_Bcast", b.device);
+  const bool is_root = rank == root;
+  void *h = st.host_copy(buffer, s, is_root || s.holes);
+  if (st.failed()) return st.error();
+  const int rc = PMPI_Bcast(h, count, datatype, root, comm);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!is_root && !st.copy_out(buffer, h, s)) return st.error();
+  return MPI_SUCCESS;
+}
+
+int staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                     MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  int n = 0, inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) PMPI_Comm_remote_size(comm, &n);
+  else PMPI_Comm_size(comm, &n);
+  Span ss, rs;
+  // The receive span: n blocks of recvcount elements (block i at i x recvcount x extent).
+  const long long total = static_cast<long long>(recvcount) * n;
+  if ((!in_place && !span_of(sendcount, sendtype, &ss)) || total > 0x7fffffff ||
+      !span_of(static_cast<int>(total), recvtype, &rs))
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  Stager st(comm, "MPI_Allgather", b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (!in_place && b.send_device) hsend = st.host_copy(sendbuf, ss, true);
+  if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, in_place || rs.holes);
+  if (st.failed()) return st.error();
+  const int rc = PMPI_Allgather(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, comm);
+  if (rc != MPI_SUCCESS) return rc;
+  if (b.recv_device && !st.copy_out(recvbuf, hrecv, rs)) return st.error();
+  return MPI_SUCCESS;
+}
+
+void release_staging() {
+  pool().clear();  // empty unless something was staged
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  if (g_streams.empty()) return;  // never staged: touch nothing (no context may exist)
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  for (auto &kv : g_streams) {
+    cudaSetDevice(kv.first);
+    cudaStreamDestroy(kv.second);
+  }
+  g_streams.clear();
+  if (prev >= 0) cudaSetDevice(prev);
+}
+
+}  // namespace gcoll
+
+#endif

@@ -1,0 +1,450 @@
+// The CUDA driver layer: classification and the IPC caches against a fake driver, and the
+// real driver on this machine (no GPU on CI: it must say so silently).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda/device.h"
+
+namespace gcoll {
+namespace cuda {
+namespace {
+
+struct FakeAlloc {
+  std::uintptr_t base;
+  std::size_t size;
+  std::uint64_t id;
+  bool ipc_capable;
+  int ordinal;
+};
+
+// Device allocations are address ranges nobody dereferences; handles carry a serial
+// number so that two exports can be told apart; opened mappings are fake addresses,
+// tracked so that closing one twice (or one never opened) is counted.
+class FakeDriver final : public Driver {
+ public:
+  bool usable() override { return usable_; }
+
+  Status query(const void *p, PtrInfo *out) override {
+    ++queries;
+    *out = PtrInfo{};
+    if (!ok(query_result)) return query_result;
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    for (const FakeAlloc &f : allocs) {
+      if (a >= f.base && a < f.base + f.size) {
+        out->device = true;
+        out->ordinal = f.ordinal;
+        out->base = f.base;
+        out->size = f.size;
+        out->buffer_id = f.id;
+        out->ipc_capable = f.ipc_capable;
+        break;
+      }
+    }
+    return Status::Ok;
+  }
+
+  Status ipc_export(std::uintptr_t base, IpcHandle *out) override {
+    ++exports;
+    if (!ok(export_result)) return export_result;
+    std::memset(out->bytes, 0, sizeof out->bytes);
+    const std::uint64_t serial = next_serial++;
+    std::memcpy(out->bytes, &serial, sizeof serial);
+    std::memcpy(out->bytes + 8, &base, sizeof base);
+    return Status::Ok;
+  }
+
+  Status ipc_open(const IpcHandle &, void **out) override {
+    ++opens;
+    *out = nullptr;
+    if (!ok(open_result)) return open_result;
+    void *p = reinterpret_cast<void *>(next_local);
+    next_local += 1 << 20;
+    mapped.insert(p);
+    *out = p;
+    return Status::Ok;
+  }
+
+  Status ipc_close(void *p) override {
+    ++closes;
+    if (!mapped.erase(p)) {
+      ++bad_closes;
+      return Status::ErrInternal;
+    }
+    return Status::Ok;
+  }
+
+  bool usable_ = true;
+  Status query_result = Status::Ok, export_result = Status::Ok, open_result = Status::Ok;
+  std::vector<FakeAlloc> allocs;
+  std::set<void *> mapped;
+  int queries = 0, exports = 0, opens = 0, closes = 0, bad_closes = 0;
+
+ private:
+  std::uint64_t next_serial = 1;
+  std::uintptr_t next_local = 0x7f0000000000;
+};
+
+bool same(const IpcHandle &a, const IpcHandle &b) { return std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0; }
+
+IpcHandle handle(unsigned char tag) {
+  IpcHandle h;
+  std::memset(h.bytes, tag, sizeof h.bytes);
+  return h;
+}
+
+PtrInfo device_buf(std::uintptr_t base, std::uint64_t id, std::size_t size = 4096, bool ipc = true) {
+  PtrInfo p;
+  p.device = true;
+  p.ordinal = 0;
+  p.base = base;
+  p.size = size;
+  p.buffer_id = id;
+  p.ipc_capable = ipc;
+  return p;
+}
+
+// Every test leaves the process's driver as it found it.
+class CudaDevice : public ::testing::Test {
+ protected:
+  void TearDown() override { set_driver_for_testing(nullptr); }
+  FakeDriver fake;
+};
+
+// ---- classify ------------------------------------------------------------------
+
+TEST_F(CudaDevice, ClassifyHostPointerIsHost) {
+  fake.allocs.push_back({0x100000000, 1 << 20, 7, true, 1});
+  set_driver_for_testing(&fake);
+  EXPECT_EQ(&driver(), &fake);
+  int local = 0;
+  const PtrInfo i = classify(&local);
+  EXPECT_FALSE(i.device);
+  EXPECT_EQ(i.base, 0u);
+  EXPECT_EQ(i.buffer_id, 0u);
+  EXPECT_EQ(fake.queries, 1);
+  EXPECT_FALSE(classify(nullptr).device);
+  EXPECT_EQ(fake.queries, 1);  // nullptr is host without asking
+}
+
+TEST_F(CudaDevice, ClassifyDevicePointerFillsItsAllocation) {
+  fake.allocs.push_back({0x100000000, 1 << 20, 7, true, 1});
+  fake.allocs.push_back({0x200000000, 4096, 8, false, 0});
+  set_driver_for_testing(&fake);
+  PtrInfo i = classify(reinterpret_cast<const void *>(0x100000000 + 100));
+  EXPECT_TRUE(i.device);
+  EXPECT_EQ(i.base, 0x100000000u);
+  EXPECT_EQ(i.size, std::size_t{1} << 20);
+  EXPECT_EQ(i.buffer_id, 7u);
+  EXPECT_TRUE(i.ipc_capable);
+  EXPECT_EQ(i.ordinal, 1);
+  i = classify(reinterpret_cast<const void *>(0x200000000));
+  EXPECT_TRUE(i.device);
+  EXPECT_EQ(i.base, 0x200000000u);
+  EXPECT_EQ(i.buffer_id, 8u);
+  EXPECT_FALSE(i.ipc_capable);
+  EXPECT_EQ(i.ordinal, 0);
+  // Just past the end: not the allocation.
+  EXPECT_FALSE(classify(reinterpret_cast<const void *>(0x200000000 + 4096)).device);
+}
+
+TEST_F(CudaDevice, ClassifyDriverErrorIsHostAndWarnsOnce) {
+  fake.allocs.push_back({0x100000000, 1 << 20, 7, true, 1});
+  fake.query_result = Status::ErrInternal;
+  set_driver_for_testing(&fake);
+  testing::internal::CaptureStderr();
+  const PtrInfo a = classify(reinterpret_cast<const void *>(0x100000000));
+  const std::string first = testing::internal::GetCapturedStderr();
+  testing::internal::CaptureStderr();
+  const PtrInfo b = classify(reinterpret_cast<const void *>(0x100000000));
+  const std::string second = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(a.device);
+  EXPECT_FALSE(b.device);
+  EXPECT_EQ(a.base, 0u);
+  EXPECT_EQ(fake.queries, 2);
+  EXPECT_NE(first.find("pointer query failed"), std::string::npos) << first;
+  EXPECT_EQ(second, "");  // once per process
+}
+
+TEST_F(CudaDevice, ClassifyUnusableDriverDoesNotQuery) {
+  fake.allocs.push_back({0x100000000, 1 << 20, 7, true, 1});
+  fake.usable_ = false;
+  set_driver_for_testing(&fake);
+  EXPECT_FALSE(usable());
+  EXPECT_FALSE(classify(reinterpret_cast<const void *>(0x100000000)).device);
+  EXPECT_EQ(fake.queries, 0);
+}
+
+// ---- IpcExportCache -------------------------------------------------------------
+
+TEST_F(CudaDevice, ExportCacheHitDoesNotCallTheDriver) {
+  IpcExportCache c(fake);
+  IpcHandle h1, h2;
+  ASSERT_EQ(c.get(device_buf(0x100000000, 7), &h1), Status::Ok);
+  ASSERT_EQ(c.get(device_buf(0x100000000, 7), &h2), Status::Ok);
+  EXPECT_EQ(fake.exports, 1);
+  EXPECT_TRUE(same(h1, h2));
+  EXPECT_EQ(c.size(), 1u);
+}
+
+TEST_F(CudaDevice, ExportCacheNewIdAtSameBaseGetsNewHandle) {
+  IpcExportCache c(fake);
+  IpcHandle h1, h2, h3;
+  ASSERT_EQ(c.get(device_buf(0x100000000, 7), &h1), Status::Ok);
+  ASSERT_EQ(c.get(device_buf(0x100000000, 9), &h2), Status::Ok);
+  EXPECT_EQ(fake.exports, 2);
+  EXPECT_FALSE(same(h1, h2));
+  EXPECT_EQ(c.size(), 1u);  // the stale entry is gone
+  ASSERT_EQ(c.get(device_buf(0x100000000, 9), &h3), Status::Ok);
+  EXPECT_EQ(fake.exports, 2);
+  EXPECT_TRUE(same(h2, h3));
+}
+
+TEST_F(CudaDevice, ExportCacheEvictsLeastRecentlyUsed) {
+  IpcExportCache c(fake, 2);
+  IpcHandle h;
+  ASSERT_EQ(c.get(device_buf(0x1000000, 1), &h), Status::Ok);  // a
+  ASSERT_EQ(c.get(device_buf(0x2000000, 2), &h), Status::Ok);  // b
+  ASSERT_EQ(c.get(device_buf(0x1000000, 1), &h), Status::Ok);  // a again: b is now the oldest
+  ASSERT_EQ(c.get(device_buf(0x3000000, 3), &h), Status::Ok);  // c evicts b
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(fake.exports, 3);
+  ASSERT_EQ(c.get(device_buf(0x1000000, 1), &h), Status::Ok);  // a: still there
+  ASSERT_EQ(c.get(device_buf(0x3000000, 3), &h), Status::Ok);  // c: still there
+  EXPECT_EQ(fake.exports, 3);
+  ASSERT_EQ(c.get(device_buf(0x2000000, 2), &h), Status::Ok);  // b: exported again
+  EXPECT_EQ(fake.exports, 4);
+  EXPECT_EQ(c.size(), 2u);
+}
+
+TEST_F(CudaDevice, ExportCacheRefusesNonIpcBuffersAndKeepsNoFailure) {
+  IpcExportCache c(fake);
+  IpcHandle h;
+  EXPECT_EQ(c.get(device_buf(0x1000000, 1, 4096, false), &h), Status::NotSupported);
+  EXPECT_EQ(c.get(PtrInfo{}, &h), Status::NotSupported);
+  EXPECT_EQ(fake.exports, 0);
+  fake.export_result = Status::ErrInternal;
+  EXPECT_EQ(c.get(device_buf(0x1000000, 1), &h), Status::ErrInternal);
+  EXPECT_EQ(c.size(), 0u);
+  fake.export_result = Status::Ok;
+  EXPECT_EQ(c.get(device_buf(0x1000000, 1), &h), Status::Ok);
+  EXPECT_EQ(fake.exports, 2);
+  EXPECT_EQ(c.size(), 1u);
+}
+
+// ---- IpcOpenCache ---------------------------------------------------------------
+
+TEST_F(CudaDevice, OpenCacheReusesAMapping) {
+  IpcOpenCache c(fake, 1 << 30);
+  c.begin_call();
+  void *a = nullptr, *b = nullptr, *other = nullptr;
+  ASSERT_EQ(c.open(1, 0x1000000, 4096, 7, handle(1), &a), Status::Ok);
+  c.begin_call();
+  ASSERT_EQ(c.open(1, 0x1000000, 4096, 7, handle(1), &b), Status::Ok);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(fake.opens, 1);
+  EXPECT_EQ(c.opens(), 1u);
+  EXPECT_EQ(c.entries(), 1u);
+  EXPECT_EQ(c.mapped_bytes(), 4096u);
+  // Another peer's allocation at the same address is another mapping.
+  ASSERT_EQ(c.open(2, 0x1000000, 4096, 7, handle(2), &other), Status::Ok);
+  EXPECT_NE(other, a);
+  EXPECT_EQ(c.entries(), 2u);
+  EXPECT_EQ(fake.opens, 2);
+}
+
+TEST_F(CudaDevice, OpenCacheReplacesAStaleMapping) {
+  IpcOpenCache c(fake, 1 << 30);
+  c.begin_call();
+  void *a = nullptr, *b = nullptr;
+  ASSERT_EQ(c.open(1, 0x1000000, 4096, 7, handle(1), &a), Status::Ok);
+  c.begin_call();
+  ASSERT_EQ(c.open(1, 0x1000000, 8192, 8, handle(2), &b), Status::Ok);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(c.stale(), 1u);
+  EXPECT_EQ(fake.closes, 1);
+  EXPECT_EQ(fake.bad_closes, 0);
+  EXPECT_EQ(fake.mapped.count(a), 0u);  // the old mapping was the one closed
+  EXPECT_EQ(fake.mapped.count(b), 1u);
+  EXPECT_EQ(c.opens(), 2u);
+  EXPECT_EQ(c.entries(), 1u);
+  EXPECT_EQ(c.mapped_bytes(), 8192u);
+  EXPECT_EQ(c.evictions(), 0u);
+}
+
+TEST_F(CudaDevice, OpenCacheByteBoundEvictsLeastRecentlyUsed) {
+  IpcOpenCache c(fake, 300);
+  void *a = nullptr, *b = nullptr, *p = nullptr;
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &a), Status::Ok);
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xb000, 100, 2, handle(2), &b), Status::Ok);
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xc000, 100, 3, handle(3), &p), Status::Ok);
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &p), Status::Ok);  // a used again: b is the oldest
+  EXPECT_EQ(c.mapped_bytes(), 300u);
+  EXPECT_EQ(c.evictions(), 0u);
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xd000, 100, 4, handle(4), &p), Status::Ok);  // 400 > 300: b goes
+  EXPECT_EQ(c.evictions(), 1u);
+  EXPECT_EQ(fake.closes, 1);
+  EXPECT_EQ(fake.mapped.count(b), 0u);
+  EXPECT_EQ(fake.mapped.count(a), 1u);
+  EXPECT_EQ(c.mapped_bytes(), 300u);
+  EXPECT_EQ(c.entries(), 3u);
+  // b comes back through the driver; a is still mapped.
+  const int before = fake.opens;
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &p), Status::Ok);
+  EXPECT_EQ(p, a);
+  EXPECT_EQ(fake.opens, before);
+  ASSERT_EQ(c.open(0, 0xb000, 100, 2, handle(2), &p), Status::Ok);
+  EXPECT_EQ(fake.opens, before + 1);
+  EXPECT_EQ(fake.bad_closes, 0);
+}
+
+TEST_F(CudaDevice, OpenCacheEntryBound) {
+  IpcOpenCache c(fake, 1 << 30, 2);
+  void *a = nullptr, *p = nullptr;
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &a), Status::Ok);
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xb000, 100, 2, handle(2), &p), Status::Ok);
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xc000, 100, 3, handle(3), &p), Status::Ok);
+  EXPECT_EQ(c.entries(), 2u);
+  EXPECT_EQ(c.evictions(), 1u);
+  EXPECT_EQ(fake.mapped.count(a), 0u);
+  EXPECT_EQ(c.mapped_bytes(), 200u);
+}
+
+TEST_F(CudaDevice, OpenCacheKeepsMappingsOfTheCurrentCall) {
+  IpcOpenCache c(fake, 200);
+  void *a = nullptr, *b = nullptr, *cc = nullptr, *d = nullptr;
+  c.begin_call();
+  ASSERT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &a), Status::Ok);
+  ASSERT_EQ(c.open(0, 0xb000, 100, 2, handle(2), &b), Status::Ok);
+  ASSERT_EQ(c.open(0, 0xc000, 100, 3, handle(3), &cc), Status::Ok);
+  // The call holds all three: the bound is exceeded rather than a pointer closed.
+  EXPECT_EQ(c.evictions(), 0u);
+  EXPECT_EQ(c.mapped_bytes(), 300u);
+  EXPECT_EQ(fake.closes, 0);
+  // Next call: c is used first, so only a and b may go, oldest first.
+  c.begin_call();
+  void *p = nullptr;
+  ASSERT_EQ(c.open(0, 0xc000, 100, 3, handle(3), &p), Status::Ok);
+  EXPECT_EQ(p, cc);
+  ASSERT_EQ(c.open(0, 0xd000, 100, 4, handle(4), &d), Status::Ok);
+  EXPECT_EQ(c.evictions(), 2u);
+  EXPECT_EQ(fake.mapped.count(a), 0u);
+  EXPECT_EQ(fake.mapped.count(b), 0u);
+  EXPECT_EQ(fake.mapped.count(cc), 1u);
+  EXPECT_EQ(c.entries(), 2u);
+  EXPECT_EQ(c.mapped_bytes(), 200u);
+  // Still this call: c and d are pinned, so e exceeds the bound.
+  ASSERT_EQ(c.open(0, 0xe000, 100, 5, handle(5), &p), Status::Ok);
+  EXPECT_EQ(c.evictions(), 2u);
+  EXPECT_EQ(c.mapped_bytes(), 300u);
+  EXPECT_EQ(fake.mapped.count(cc), 1u);
+  EXPECT_EQ(fake.mapped.count(d), 1u);
+  EXPECT_EQ(fake.bad_closes, 0);
+}
+
+TEST_F(CudaDevice, OpenCacheClearClosesEveryMapping) {
+  IpcOpenCache c(fake, 1 << 30);
+  void *p = nullptr;
+  c.begin_call();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(c.open(i, 0xa000, 100, 1, handle(1), &p), Status::Ok);
+  c.clear();
+  EXPECT_EQ(fake.closes, 3);
+  EXPECT_EQ(fake.bad_closes, 0);
+  EXPECT_TRUE(fake.mapped.empty());
+  EXPECT_EQ(c.entries(), 0u);
+  EXPECT_EQ(c.mapped_bytes(), 0u);
+  // Usable again afterwards.
+  ASSERT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &p), Status::Ok);
+  EXPECT_EQ(c.entries(), 1u);
+  EXPECT_EQ(fake.opens, 4);
+}
+
+TEST_F(CudaDevice, OpenCacheDestructorClosesEveryMapping) {
+  {
+    IpcOpenCache c(fake, 1 << 30);
+    void *p = nullptr;
+    c.begin_call();
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(c.open(0, 0xa000 + i * 0x1000, 100, 1, handle(1), &p), Status::Ok);
+    EXPECT_EQ(fake.mapped.size(), 3u);
+  }
+  EXPECT_EQ(fake.closes, 3);
+  EXPECT_EQ(fake.bad_closes, 0);
+  EXPECT_TRUE(fake.mapped.empty());
+}
+
+TEST_F(CudaDevice, OpenCacheFailureLeavesNoEntryAndRetries) {
+  IpcOpenCache c(fake, 1 << 30);
+  void *p = reinterpret_cast<void *>(1);
+  c.begin_call();
+  fake.open_result = Status::ErrInternal;
+  EXPECT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &p), Status::ErrInternal);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(c.entries(), 0u);
+  EXPECT_EQ(c.mapped_bytes(), 0u);
+  EXPECT_EQ(c.opens(), 0u);
+  fake.open_result = Status::Ok;
+  ASSERT_EQ(c.open(0, 0xa000, 100, 1, handle(1), &p), Status::Ok);
+  EXPECT_NE(p, nullptr);
+  EXPECT_EQ(fake.opens, 2);
+  EXPECT_EQ(c.entries(), 1u);
+  EXPECT_EQ(c.mapped_bytes(), 100u);
+  // A failed replacement of a stale mapping: the old one is closed all the same.
+  fake.open_result = Status::ErrInternal;
+  c.begin_call();
+  EXPECT_EQ(c.open(0, 0xa000, 100, 2, handle(2), &p), Status::ErrInternal);
+  EXPECT_EQ(c.stale(), 1u);
+  EXPECT_EQ(c.entries(), 0u);
+  EXPECT_EQ(c.mapped_bytes(), 0u);
+  EXPECT_TRUE(fake.mapped.empty());
+  EXPECT_EQ(fake.bad_closes, 0);
+}
+
+// ---- the real driver --------------------------------------------------------------
+
+// Whatever the machine has, asking is silent and a stack address is host memory.
+TEST_F(CudaDevice, RealDriverIsQuiet) {
+  set_driver_for_testing(nullptr);
+  int local = 0;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  usable();
+  const PtrInfo i = classify(&local);
+  const PtrInfo n = classify(nullptr);
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(i.device);
+  EXPECT_FALSE(n.device);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err, "");
+}
+
+// CI machines have no driver: set GCOLL_TEST_HAVE_GPU where one is really present.
+TEST_F(CudaDevice, RealDriverNotUsableWithoutGpu) {
+  if (std::getenv("GCOLL_TEST_HAVE_GPU")) GTEST_SKIP() << "GCOLL_TEST_HAVE_GPU is set";
+  set_driver_for_testing(nullptr);
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const bool u = usable();
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(u);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err, "");
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace gcoll
