@@ -11,8 +11,10 @@ namespace {
 bool any(const CollArgs &, const Topology &) { return true; }
 
 // Zero-copy on device buffers: one node, every rank's buffers exposed through CUDA IPC.
+// At most 16 local ranks (kCudaMaxSources): one kernel pass reads every source before it
+// writes, so an in-place destination may alias a source; a second pass would not.
 bool device_one_node(const CollArgs &a, const Topology &t) {
-  return a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1;
+  return a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1 && t.local_size <= 16;
 }
 
 }  // namespace

@@ -95,15 +95,32 @@ int run(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prep
     stats.record(coll, Path::Error, 0);
     return raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
   }
-  const Config &cfg = config();
+  const bool host_engine = host_buffers_engine();
+  // The communicator's state (a thread-local memory makes this a few ns); its first call
+  // agrees whether any of its ranks can hold device memory at all.
+  CommState *cs = nullptr;
+  if (!ok(comm_state(comm, &cs))) cs = nullptr;  // an invalid communicator: the MPI reports it
+  if (cs && cs->inter) cs = nullptr;              // the engine never takes intercommunicators
+  if (cs && cs->gpu < 0) agree_once(cs);
+  // The common case, kept short: nobody here can pass device memory and host buffers go
+  // to the MPI.
+  if (!host_engine && (cs ? cs->gpu == 0 : !cuda::usable())) {
+    const int rc = mpi();
+    if (rc != MPI_SUCCESS) {
+      stats.record(coll, Path::Error, 0);
+      return rc;
+    }
+    const std::uint64_t b = bytes();
+    stats.record(coll, Path::Passthrough, b);
+    GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(Path::Passthrough));
+    return rc;
+  }
   CollArgs args;
   args.coll = coll;
   DispatchInput in;
-  in.host_buffers_engine = cfg.host_engine;
-  in.engine_supports = prepare(&args);
+  in.host_buffers_engine = host_engine;
+  in.engine_supports = cs && prepare(&args);
   // Memory kinds: mine, then (for calls the engine could take) everyone's.
-  CommState *cs = nullptr;
-  if (in.engine_supports && (!ok(comm_state(comm, &cs)) || cs->inter)) in.engine_supports = false;
   const void *ptrs[2] = {bufs.send, bufs.recv};
   const LocalMemory lm = classify_local(ptrs, 2, cs ? cs->device : -1);
   StagedBuffers sb;

@@ -16,15 +16,6 @@ std::mutex g_mu;                       // guards everything below
 int g_keyval = MPI_KEYVAL_INVALID;
 std::vector<CommState *> g_registry;  // live states
 std::uint64_t g_next_id = 1;
-std::atomic<std::uint64_t> g_generation{1};  // bumped whenever a state is freed
-
-// Each thread's last lookup (a state freed since then, whichever, makes it stale).
-struct LastLookup {
-  MPI_Comm comm = MPI_COMM_NULL;
-  CommState *state = nullptr;
-  std::uint64_t generation = 0;
-};
-thread_local LastLookup t_last;
 
 void unregister(CommState *s) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -35,7 +26,7 @@ int delete_state(MPI_Comm, int, void *attr, void *) {
   auto *s = static_cast<CommState *>(attr);
   GCOLL_TRACE("release state of communicator #%llu", static_cast<unsigned long long>(s->id));
   unregister(s);
-  g_generation.fetch_add(1, std::memory_order_acq_rel);
+  detail::g_generation.fetch_add(1, std::memory_order_acq_rel);
   delete s;
   return MPI_SUCCESS;
 }
@@ -53,12 +44,14 @@ Status keyval(int *out) {
 
 Status lookup_or_create(MPI_Comm comm, CommState **out);
 
-Status comm_state(MPI_Comm comm, CommState **out) {
+namespace detail {
+
+// initial-exec: a direct %fs access instead of a __tls_get_addr call (as the stats' cache).
+thread_local LastLookup t_last __attribute__((tls_model("initial-exec")));
+std::atomic<std::uint64_t> g_generation{1};
+
+Status comm_state_slow(MPI_Comm comm, CommState **out) {
   const std::uint64_t gen = g_generation.load(std::memory_order_acquire);
-  if (t_last.comm == comm && t_last.generation == gen && t_last.state) {
-    *out = t_last.state;
-    return Status::Ok;
-  }
   CommState *s = nullptr;
   const Status st = lookup_or_create(comm, &s);
   if (!ok(st)) return st;
@@ -66,6 +59,8 @@ Status comm_state(MPI_Comm comm, CommState **out) {
   *out = s;
   return Status::Ok;
 }
+
+}  // namespace detail
 
 Status lookup_or_create(MPI_Comm comm, CommState **out) {
   int kv;

@@ -39,8 +39,30 @@ struct CommState {
   std::unique_ptr<Engine> engine;  // released with the state (communicator freed / finalize)
 };
 
-// Returns the state of `comm`, creating it (local work only, no communication).
-Status comm_state(MPI_Comm comm, CommState **out);
+namespace detail {
+// Each thread's last lookup; a state freed since then (whichever) makes it stale.
+struct LastLookup {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommState *state = nullptr;
+  std::uint64_t generation = 0;
+};
+extern thread_local LastLookup t_last __attribute__((tls_model("initial-exec")));
+extern std::atomic<std::uint64_t> g_generation;  // bumped whenever a state is freed
+Status comm_state_slow(MPI_Comm comm, CommState **out);
+}  // namespace detail
+
+// Returns the state of `comm`, creating it (local work only, no communication). A few
+// ns when the thread's last lookup was the same communicator.
+inline Status comm_state(MPI_Comm comm, CommState **out) {
+  const detail::LastLookup &l = detail::t_last;
+  if (__builtin_expect(l.comm == comm && l.state != nullptr &&
+                           l.generation == detail::g_generation.load(std::memory_order_acquire),
+                       1)) {
+    *out = l.state;
+    return Status::Ok;
+  }
+  return detail::comm_state_slow(comm, out);
+}
 
 int live_comm_states();
 

@@ -37,9 +37,11 @@ int bits_of(const LocalMemory &lm) {
          (lm.split_gpu ? kSplitGpu : 0);
 }
 
-// Once per communicator: can any rank hold device memory; do all promise uniform kinds;
-// do all let the engine take device buffers. (A rank without a driver has only host
-// buffers, but it must still join the agreement of every call when a peer has a GPU.)
+}  // namespace
+
+// Can any rank hold device memory; do all promise uniform kinds; do all let the engine
+// take device buffers. (A rank without a driver has only host buffers, but it must still
+// join the agreement of every call when a peer has a GPU.)
 void agree_once(CommState *cs) {
   const Config &c = config();
   int v[3] = {cuda::usable() ? 1 : 0, c.uniform_memory ? 0 : 1, c.device_engine ? 0 : 1};
@@ -48,6 +50,8 @@ void agree_once(CommState *cs) {
   cs->uniform_memory = v[1] == 0;
   cs->device_engine = v[2] == 0;
 }
+
+namespace {
 
 CallMemory from_bits(int bits, bool device_engine) {
   CallMemory m;

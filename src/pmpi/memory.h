@@ -27,6 +27,10 @@ struct CallMemory {
   bool device_engine = false;  // Device: the engine may take it (settings, one GPU per rank)
 };
 
+// Once per intracommunicator, at its first call (any collective: every rank makes it):
+// whether any rank can hold device memory, and the memory settings all ranks use.
+void agree_once(CommState *cs);
+
 // For a call the engine supports on an intracommunicator: agrees, with one small
 // PMPI_Allreduce over the communicator, on what all ranks pass, unless no rank can hold
 // device memory or every rank promised uniform memory kinds (GCOLL_UNIFORM_MEMORY). The

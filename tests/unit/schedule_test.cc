@@ -99,9 +99,13 @@ TEST(Tune, DefaultRulesParseAndCoverEverySize) {
 }
 
 TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
-  Topology one, two;
+  Topology one, two, wide;
   one.num_nodes = 1;
+  one.local_size = 4;
   two.num_nodes = 2;
+  two.local_size = 4;
+  wide.num_nodes = 1;
+  wide.local_size = 17;  // more sources than one kernel pass reads
   CollArgs a;
   a.coll = Coll::Allreduce;
   a.dtype = DType::Float;
@@ -111,6 +115,7 @@ TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
   a.count = 1 << 20;  // 4 MiB
   EXPECT_STREQ(select_algorithm({}, a, one)->name, "twoshot");
   EXPECT_STRNE(select_algorithm({}, a, two)->name, "twoshot");  // several nodes: never zero-copy
+  EXPECT_STRNE(select_algorithm({}, a, wide)->name, "twoshot");
   a.zero_copy = false;  // a rank's buffer cannot be exported (e.g. cudaMallocAsync): bank algorithms
   EXPECT_STREQ(select_algorithm({}, a, one)->name, "ring");
   a.zero_copy = true;
