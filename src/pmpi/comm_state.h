@@ -1,7 +1,7 @@
 // Per-communicator state, kept in an attribute of the communicator (freed by the
 // attribute's delete callback when the application frees the communicator) and in a
 // registry, so that communicators the application never frees are released inside
-// MPI_Finalize. Created at the first call the engine could take (an attribute lookup
+// MPI_Finalize. Created at the first collective call on it (an attribute lookup
 // costs about 15 ns, several % of an 8-byte allreduce, so each thread remembers the last
 // communicator it looked up; a freed state invalidates every thread's memory).
 #pragma once
@@ -26,7 +26,7 @@ struct CommState {
   std::uint64_t id = 0;               // process-local, for logs
   std::atomic<std::uint64_t> seq{0};  // collectives run through gcoll on this communicator
 
-  // Agreed once, at the first call the engine could take (memory.cc): whether any rank
+  // Agreed once, at the first collective call on it (memory.cc): whether any rank
   // can hold device memory (-1: not yet agreed), and the memory settings every rank uses.
   int gpu = -1;
   bool uniform_memory = false;  // GCOLL_UNIFORM_MEMORY on every rank
