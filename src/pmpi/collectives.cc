@@ -124,8 +124,8 @@ int run(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prep
   const void *ptrs[2] = {bufs.send, bufs.recv};
   const LocalMemory lm = classify_local(ptrs, 2, cs ? cs->device : -1);
   StagedBuffers sb;
-  sb.send_device = bufs.send && lm.device && cuda::classify(bufs.send).device;
-  sb.recv_device = bufs.recv && lm.device && cuda::classify(bufs.recv).device;
+  sb.send_device = lm.is_device[0];
+  sb.recv_device = lm.is_device[1];
   sb.device = lm.ordinal;
   in.local_device = lm.device;
   in.mem = local_kind(lm);

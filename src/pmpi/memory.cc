@@ -20,6 +20,7 @@ LocalMemory classify_local(const void *const *bufs, int n, int engine_device) {
       continue;
     }
     lm.device = true;
+    if (i < 2) lm.is_device[i] = true;
     lm.non_ipc |= !p.ipc_capable;
     if (lm.ordinal >= 0 && lm.ordinal != p.ordinal) lm.split_gpu = true;
     lm.ordinal = p.ordinal;

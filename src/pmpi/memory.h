@@ -15,6 +15,7 @@ struct LocalMemory {
   bool non_ipc = false;    // some device buffer cannot be exported by CUDA IPC (pools, cuMemCreate)
   bool split_gpu = false;  // device buffers on two GPUs, or not on the communicator's engine GPU
   int ordinal = -1;        // the GPU of the device buffers
+  bool is_device[2] = {false, false};  // per buffer given to classify_local (first two)
 };
 
 // Classifies the buffers that carry bytes (nullptr entries are skipped: MPI_IN_PLACE, no
