@@ -96,6 +96,9 @@ std::string where(const char *coll, const std::string &type, const char *op, siz
   return s;
 }
 
+
+}  // namespace
+
 bool check_rc(int rc, const char *fn, const std::string &ctx) {
   if (rc == MPI_SUCCESS) return true;
   report("%s returned %s (%d) for %s", fn, error_class_name(error_class(rc)).c_str(), rc,
@@ -108,8 +111,6 @@ bool same_on_all_ranks(uint64_t h, MPI_Comm comm) {
   PMPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm);
   return out[0] == h && out[1] == ~h;  // max(h) == h == min(h)
 }
-
-}  // namespace
 
 bool check_allreduce(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count,
                      bool in_place, uint32_t seed) {

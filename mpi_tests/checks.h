@@ -20,6 +20,11 @@
 
 namespace gct {
 
+// True when rc is MPI_SUCCESS; else reports "fn returned MPI_ERR_X (rc) for ctx".
+bool check_rc(int rc, const char *fn, const std::string &ctx);
+// Collective over comm: whether every rank passed the same h.
+bool same_on_all_ranks(uint64_t h, MPI_Comm comm);
+
 // Bytes after every receive buffer that must stay untouched.
 constexpr size_t kGuardBytes = 64;
 

@@ -121,18 +121,6 @@ std::string where(const char *coll, const std::string &type, const char *op, siz
   return s;
 }
 
-bool check_rc(int rc, const char *fn, const std::string &ctx) {
-  if (rc == MPI_SUCCESS) return true;
-  report("%s returned %s (%d) for %s", fn, error_class_name(error_class(rc)).c_str(), rc,
-         ctx.c_str());
-  return false;
-}
-
-bool same_on_all_ranks(uint64_t h, MPI_Comm comm) {
-  uint64_t in[2] = {h, ~h}, out[2] = {0, 0};
-  PMPI_Allreduce(in, out, 2, MPI_UINT64_T, MPI_MAX, comm);
-  return out[0] == h && out[1] == ~h;
-}
 
 // Filler of the allocation bytes outside the buffers (differs from checks.h's pattern).
 inline unsigned char filler(size_t i, uint32_t seed) {
