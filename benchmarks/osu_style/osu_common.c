@@ -18,7 +18,10 @@
 #include <strings.h>
 
 #ifdef OSU_HAVE_CUDA
-#include <cuda_runtime.h>
+/* -d cuda: device buffers through mpi_tests/gpu/gpu_api.h: the CUDA runtime, or with
+ * GCOLL_CUDA=emulate gcoll's emulated GPU (libgcoll.so preloaded), so that the gpu.osu
+ * tests also run on machines without a GPU. */
+#include "gpu_api.h"
 #endif
 
 /* ---- element types ------------------------------------------------------------- */
@@ -108,10 +111,10 @@ void osu_mpi_check(int err, const char *what) {
 }
 
 #ifdef OSU_HAVE_CUDA
-static void osu_cuda_check(cudaError_t e, const char *what) {
-  if (e == cudaSuccess) return;
-  fprintf(stderr, "%s: %s failed: %s (CUDA error %d)\n", osu_prog, what, cudaGetErrorString(e),
-          (int)e);
+static void osu_cuda_check(int e, const char *what) {
+  if (e == 0) return;
+  fprintf(stderr, "%s: %s failed: %s (%s error %d)\n", osu_prog, what, gpu_error_string(e),
+          gpu_mode_name(), e);
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
 }
@@ -433,22 +436,21 @@ static int osu_init_device(const osu_options *o, char *err, size_t errlen) {
   if (o->accel != OSU_CUDA) return 0;
 #ifdef OSU_HAVE_CUDA
   int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
-    snprintf(err, errlen, "no usable CUDA device: cudaGetDeviceCount failed: %s (CUDA error %d)",
-             cudaGetErrorString(e), (int)e);
+  int e = gpu_device_count(&count);
+  if (e != 0) {
+    snprintf(err, errlen, "no usable CUDA device: the device count (%s) failed: %s (error %d)",
+             gpu_mode_name(), gpu_error_string(e), e);
     return -1;
   }
   if (count <= 0) {
-    snprintf(err, errlen, "no usable CUDA device: cudaGetDeviceCount found none");
+    snprintf(err, errlen, "no usable CUDA device: %s found none", gpu_mode_name());
     return -1;
   }
   int dev = osu_local_rank() % count;
-  e = cudaSetDevice(dev);
-  if (e == cudaSuccess) e = cudaFree(NULL); /* create the primary context now */
-  if (e != cudaSuccess) {
-    snprintf(err, errlen, "cannot use CUDA device %d: %s (CUDA error %d)", dev,
-             cudaGetErrorString(e), (int)e);
+  e = gpu_set_device(dev); /* and its primary context, now */
+  if (e != 0) {
+    snprintf(err, errlen, "cannot use CUDA device %d: %s (%s error %d)", dev, gpu_error_string(e),
+             gpu_mode_name(), e);
     return -1;
   }
   return 0;
@@ -473,10 +475,7 @@ static void *osu_alloc(const osu_options *o, size_t bytes, int pinned_host) {
   if (o->accel == OSU_CUDA) {
     void *p = NULL;
     if (bytes == 0) bytes = 1;
-    if (pinned_host)
-      OSU_CUDA(cudaMallocHost(&p, bytes));
-    else
-      OSU_CUDA(cudaMalloc(&p, bytes));
+    OSU_CUDA(gpu_malloc(&p, bytes, pinned_host ? GPU_MEM_PINNED : GPU_MEM_DEVICE));
     return p;
   }
 #endif
@@ -489,10 +488,7 @@ static void osu_free(const osu_options *o, void *p, int pinned_host) {
   if (!p) return;
 #ifdef OSU_HAVE_CUDA
   if (o->accel == OSU_CUDA) {
-    if (pinned_host)
-      OSU_CUDA(cudaFreeHost(p));
-    else
-      OSU_CUDA(cudaFree(p));
+    OSU_CUDA(gpu_free(p, pinned_host ? GPU_MEM_PINNED : GPU_MEM_DEVICE));
     return;
   }
 #endif
@@ -505,7 +501,7 @@ void osu_to_device(const osu_ctx *c, void *dst, const void *src, size_t bytes) {
   if (dst == src || bytes == 0) return;
 #ifdef OSU_HAVE_CUDA
   if (c->opt->accel == OSU_CUDA) {
-    OSU_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    OSU_CUDA(gpu_memcpy(dst, src, bytes));
     return;
   }
 #endif
@@ -517,7 +513,7 @@ void osu_to_host(const osu_ctx *c, void *dst, const void *src, size_t bytes) {
   if (dst == src || bytes == 0) return;
 #ifdef OSU_HAVE_CUDA
   if (c->opt->accel == OSU_CUDA) {
-    OSU_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    OSU_CUDA(gpu_memcpy(dst, src, bytes));
     return;
   }
 #endif
@@ -558,6 +554,11 @@ static void osu_print_preamble(const osu_bench *b, const osu_options *o) {
   if (o->staged)
     fprintf(stdout, "# Staged: device buffers copied to/from pinned host memory around each "
                     "MPI call (inside the timed call).\n");
+#ifdef OSU_HAVE_CUDA
+  /* Timings on the emulated GPU mean nothing: say so where they are printed. */
+  if (o->accel == OSU_CUDA && gpu_emulated())
+    fprintf(stdout, "# Device buffers on the %s: a test mode, not a measurement.\n", gpu_mode_name());
+#endif
   fflush(stdout);
 }
 
@@ -828,7 +829,7 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
   }
   OSU_MPI(MPI_Finalize());
 #ifdef OSU_HAVE_CUDA
-  if (device) cudaDeviceReset(); /* as OMB's cleanup_accel, after MPI_Finalize */
+  if (device) gpu_device_reset(); /* as OMB's cleanup_accel, after MPI_Finalize */
 #endif
 
   if (errors) {

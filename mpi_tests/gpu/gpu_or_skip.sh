@@ -3,14 +3,22 @@
 #
 #   gpu_or_skip.sh PROBE -- COMMAND [ARGS...]
 #
-# Runs PROBE (gcoll_gpu_probe: cudaGetDeviceCount, a context on device 0). When it
-# fails, or cannot run, prints "SKIPPED: no GPU (<why>)" and exits 77 (the tests'
-# SKIP_RETURN_CODE) without starting COMMAND (the mpirun line: the MPI is not
-# CUDA-aware and must never see a device pointer it cannot handle). Otherwise it
-# prints the devices and execs COMMAND, whose exit status becomes the test's.
+# Chooses the GPU the test runs on, then execs COMMAND (the mpirun line), whose exit
+# status becomes the test's:
+#   - GCOLL_CUDA=emulate already set (any case): the emulated GPU, without probing
+#     (to run the emulation on a GPU machine too);
+#   - else PROBE (gcoll_gpu_probe: the CUDA device count, a context on device 0)
+#     succeeds: the real GPU, as before; the devices are printed;
+#   - else (no usable GPU, or PROBE cannot run and nvidia-smi lists none): gcoll's
+#     emulated GPU: GCOLL_CUDA=emulate is exported, so that mpirun passes it to every
+#     local rank (and gpu_stats_check.py passes it on with -x), and one line says why:
+#       gpu_or_skip.sh: no GPU (<why>): running on the emulated GPU (GCOLL_CUDA=emulate)
 #
-# GCOLL_GPU_TESTS_FORCE=1 runs COMMAND even when the probe fails (to see how the
-# programs themselves behave without a GPU: they print "SKIPPED: no GPU" and exit 77).
+# GCOLL_GPU_TESTS_EMULATE=0 restores the skip without a GPU: "SKIPPED: no GPU (<why>)"
+# and exit 77 (the tests' SKIP_RETURN_CODE) without starting COMMAND (the MPI is not
+# CUDA-aware and must never see a device pointer it cannot handle). With it,
+# GCOLL_GPU_TESTS_FORCE=1 runs COMMAND anyway (to see how the programs themselves
+# behave without a GPU: they print "SKIPPED: no GPU" and exit 77).
 set -u
 if [ $# -lt 3 ] || [ "$2" != "--" ]; then
   echo "usage: gpu_or_skip.sh PROBE -- COMMAND [ARGS...]" >&2
@@ -18,6 +26,12 @@ if [ $# -lt 3 ] || [ "$2" != "--" ]; then
 fi
 probe=$1
 shift 2
+
+if [ "$(printf '%s' "${GCOLL_CUDA:-}" | tr '[:upper:]' '[:lower:]')" = "emulate" ]; then
+  echo "gpu_or_skip.sh: GCOLL_CUDA=${GCOLL_CUDA} set: running on the emulated GPU"
+  echo "gpu_or_skip.sh: running: $*"
+  exec "$@"
+fi
 
 why=""
 if [ -x "$probe" ]; then
@@ -41,7 +55,10 @@ else
 fi
 
 if [ -n "$why" ]; then
-  if [ "${GCOLL_GPU_TESTS_FORCE:-0}" = "1" ]; then
+  if [ "${GCOLL_GPU_TESTS_EMULATE:-1}" != "0" ]; then
+    export GCOLL_CUDA=emulate
+    echo "gpu_or_skip.sh: no GPU ($why): running on the emulated GPU (GCOLL_CUDA=emulate)"
+  elif [ "${GCOLL_GPU_TESTS_FORCE:-0}" = "1" ]; then
     echo "gpu_or_skip.sh: no GPU ($why); GCOLL_GPU_TESTS_FORCE=1: running anyway"
   else
     echo "SKIPPED: no GPU ($why)"

@@ -1,54 +1,39 @@
-// gcoll_gpu_probe: is there a CUDA device this process can use?
+// gcoll_gpu_probe: is there a device this process can use?
 //
-// Exit 0 when cudaGetDeviceCount finds at least one device and device 0 accepts a
-// context; otherwise print why on stdout and exit 1. gpu_or_skip.sh runs it before
-// every `gpu` MPI test and turns a failure into CTest's skip code (77). It touches no
-// MPI. With -v it also prints one line per device (name, compute capability, memory,
-// compute mode), which the GPU test logs then show.
-#include <cuda_runtime.h>
-
+// Exit 0 when the device count is at least one and device 0 accepts a context;
+// otherwise print why on stdout and exit 1. gpu_or_skip.sh runs it (without
+// GCOLL_CUDA=emulate, so on the CUDA runtime) before every `gpu` MPI test to choose
+// between the real GPU and the emulated one. It touches no MPI. With -v it also prints
+// one line per device (name, compute capability, memory, compute mode), which the GPU
+// test logs then show. Through gpu_api.h like the tests: under GCOLL_CUDA=emulate (with
+// libgcoll.so preloaded) it reports the emulated GPU.
 #include <cstdio>
 #include <cstring>
 
-static const char *compute_mode_name(int m) {
-  switch (m) {
-    case cudaComputeModeDefault: return "default";
-    case cudaComputeModeProhibited: return "prohibited";
-    case cudaComputeModeExclusiveProcess: return "exclusive-process";
-    default: return "?";
-  }
-}
+#include "gpu_api.h"
 
 int main(int argc, char **argv) {
   const bool verbose = argc > 1 && std::strcmp(argv[1], "-v") == 0;
   int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    std::printf("cudaGetDeviceCount failed: %s (CUDA error %d)\n", cudaGetErrorString(e),
-                static_cast<int>(e));
+  int e = gpu_device_count(&n);
+  if (e != 0) {
+    std::printf("%s device count failed: %s (error %d)\n", gpu_mode_name(), gpu_error_string(e), e);
     return 1;
   }
   if (n < 1) {
-    std::printf("cudaGetDeviceCount found no device\n");
+    std::printf("%s found no device\n", gpu_mode_name());
     return 1;
   }
   for (int d = 0; d < n && verbose; ++d) {
-    cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
-    int mode = -1;
-    cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, d);
-    std::printf("gpu %d: %s, sm_%d%d, %.1f GiB, compute mode %s\n", d, p.name, p.major, p.minor,
-                static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024 * 1024),
-                compute_mode_name(mode));
+    char line[512];
+    if (gpu_device_describe(d, line, sizeof line) == 0) std::printf("gpu %d: %s\n", d, line);
   }
   // A device can be listed yet unusable (prohibited compute mode, a broken driver).
-  e = cudaSetDevice(0);
-  if (e == cudaSuccess) e = cudaFree(nullptr);
-  if (e != cudaSuccess) {
-    std::printf("device 0 is not usable: %s (CUDA error %d)\n", cudaGetErrorString(e),
-                static_cast<int>(e));
+  e = gpu_set_device(0);
+  if (e != 0) {
+    std::printf("device 0 is not usable: %s (%s error %d)\n", gpu_error_string(e), gpu_mode_name(), e);
     return 1;
   }
-  if (verbose) std::printf("%d CUDA device(s) usable\n", n);
+  if (verbose) std::printf("%d device(s) usable (%s)\n", n, gpu_mode_name());
   return 0;
 }

@@ -1,6 +1,8 @@
 /*
  * gpu_stats: plain MPI + CUDA C program (does not link gcoll) run by gpu_stats_check.py
- * as `mpirun -x LD_PRELOAD=libgcoll.so -x GCOLL_STATS_FILE=... gcoll_gpu_stats`.
+ * as `mpirun -x LD_PRELOAD=libgcoll.so -x GCOLL_STATS_FILE=... gcoll_gpu_stats`. Its
+ * device work goes through gpu_api.h: the CUDA runtime, or with GCOLL_CUDA=emulate the
+ * emulated GPU of the preloaded libgcoll.so.
  *
  * Each rank makes a fixed number of MPI_Allreduce, MPI_Bcast and MPI_Allgather calls
  * of three kinds, on MPI_COMM_WORLD:
@@ -17,15 +19,18 @@
  *   gpu_stats: PASS | gpu_stats: FAIL nfail=<n>
  * with bytes as gcoll's stats define them (result-buffer data per rank: allreduce and
  * bcast count * type size, allgather recvcount * type size * comm size), summed over
- * ranks. Without a usable GPU it prints "SKIPPED: no GPU" and exits 77 before MPI_Init.
+ * ranks. Rank 0 first prints "gpu_stats: <N> rank(s) on <device>" (the device: its name,
+ * or "emulated GPU (GCOLL_CUDA=emulate)"). Without a usable GPU it prints
+ * "SKIPPED: no GPU" and exits 77 before MPI_Init.
  */
 #include <mpi.h>
-#include <cuda_runtime.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "gpu_api.h"
 
 enum { AR = 0, BC = 1, AG = 2, NCOLL = 3 };
 enum { DEV = 0, DER = 1, HOST = 2, NKIND = 3 };
@@ -40,12 +45,13 @@ static void on_alarm(int sig) {
   _exit(3);
 }
 
-static void cuda_check(cudaError_t e, const char *what) {
-  if (e == cudaSuccess) return;
-  fprintf(stderr, "gpu_stats rank %d: FAIL %s: %s (CUDA error %d)\n", rank, what, cudaGetErrorString(e), (int)e);
+static void gpu_check(int e, const char *what) {
+  if (e == 0) return;
+  fprintf(stderr, "gpu_stats rank %d: FAIL %s: %s (%s error %d)\n", rank, what, gpu_error_string(e),
+          gpu_mode_name(), e);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
-#define CK(x) cuda_check((x), #x)
+#define CK(x) gpu_check((x), #x)
 
 static void tally(int coll, int kind, int count, MPI_Datatype t) {
   int sz = 0;
@@ -91,18 +97,18 @@ static float sum_val(long i) {
 
 int main(int argc, char **argv) {
   signal(SIGALRM, on_alarm);
-  alarm(240);
+  alarm(90); /* before gpu_stats_check.py's --timeout, so that a hang says so */
   int ndev = 0;
-  cudaError_t e = cudaGetDeviceCount(&ndev);
-  if (e != cudaSuccess || ndev < 1) {
-    printf("SKIPPED: no GPU (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+  int e = gpu_device_count(&ndev);
+  if (e != 0 || ndev < 1) {
+    printf("SKIPPED: no GPU (%s: %s)\n", gpu_mode_name(), e != 0 ? gpu_error_string(e) : "no device");
     return 77;
   }
   const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   if (lr) {
-    e = cudaSetDevice(atoi(lr) % ndev);
-    if (e != cudaSuccess) {
-      fprintf(stderr, "gpu_stats: cudaSetDevice failed: %s\n", cudaGetErrorString(e));
+    e = gpu_set_device(atoi(lr) % ndev);
+    if (e != 0) {
+      fprintf(stderr, "gpu_stats: setting the device failed: %s (%s)\n", gpu_error_string(e), gpu_mode_name());
       return 1;
     }
   }
@@ -110,13 +116,21 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  if (!lr) CK(cudaSetDevice(rank % ndev));
+  if (!lr) CK(gpu_set_device(rank % ndev));
+  if (rank == 0) {
+    int dev = 0;
+    char name[256];
+    CK(gpu_get_device(&dev));
+    CK(gpu_device_name(dev, name, sizeof name));
+    printf("gpu_stats: %d rank(s) on %s\n", size, name);
+    fflush(stdout);
+  }
 
   const long maxn = 100003;
   float *h = malloc(sizeof(float) * maxn * size), *h2 = malloc(sizeof(float) * maxn * size);
   float *d, *d2;
-  CK(cudaMalloc((void **)&d, sizeof(float) * maxn * size));
-  CK(cudaMalloc((void **)&d2, sizeof(float) * maxn * size));
+  CK(gpu_malloc((void **)&d, sizeof(float) * maxn * size, GPU_MEM_DEVICE));
+  CK(gpu_malloc((void **)&d2, sizeof(float) * maxn * size, GPU_MEM_DEVICE));
   MPI_Datatype pair;
   MPI_Type_contiguous(2, MPI_FLOAT, &pair);
   MPI_Type_commit(&pair);
@@ -128,13 +142,13 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 12; k++) {
     const int n = ar_counts[k];
     for (long i = 0; i < n; i++) h[i] = val(rank, i);
-    CK(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
+    CK(gpu_memcpy(d, h, sizeof(float) * n));
     if (k % 3 == 2) /* in place now and then */
       rc_check(MPI_Allreduce(MPI_IN_PLACE, d, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "allreduce device in place");
     else
       rc_check(MPI_Allreduce(d, d2, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "allreduce device");
     tally(AR, DEV, n, MPI_FLOAT);
-    CK(cudaMemcpy(h2, k % 3 == 2 ? d : d2, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    CK(gpu_memcpy(h2, k % 3 == 2 ? d : d2, sizeof(float) * n));
     for (long i = 0; i < n; i++) check(h2[i] == sum_val(i), "allreduce device", i, h2[i], sum_val(i));
   }
   for (int k = 0; k < 6; k++) { /* 4 derived, 2 MPI_FLOAT; all with a user-defined op */
@@ -142,12 +156,12 @@ int main(int argc, char **argv) {
     const int n = derived ? 501 * (k + 1) : 999;
     const long nf = derived ? 2L * n : n;
     for (long i = 0; i < nf; i++) h[i] = val(rank, i);
-    CK(cudaMemcpy(d, h, sizeof(float) * nf, cudaMemcpyHostToDevice));
+    CK(gpu_memcpy(d, h, sizeof(float) * nf));
     /* a user-defined op in every case: Open MPI rejects MPI_SUM on a derived type */
     rc_check(MPI_Allreduce(d, d2, n, derived ? pair : MPI_FLOAT, usum, MPI_COMM_WORLD),
              "allreduce derived/user op");
     tally(AR, DER, n, derived ? pair : MPI_FLOAT);
-    CK(cudaMemcpy(h2, d2, sizeof(float) * nf, cudaMemcpyDeviceToHost));
+    CK(gpu_memcpy(h2, d2, sizeof(float) * nf));
     for (long i = 0; i < nf; i++) check(h2[i] == sum_val(i), "allreduce derived/user op", i, h2[i], sum_val(i));
   }
   for (int k = 0; k < 3; k++) {
@@ -171,9 +185,9 @@ int main(int argc, char **argv) {
       rc_check(MPI_Bcast(hi, n, t, root, MPI_COMM_WORLD), "bcast host");
       memcpy(hi2, hi, sizeof(int) * ni);
     } else {
-      CK(cudaMemcpy(d, hi, sizeof(int) * ni, cudaMemcpyHostToDevice));
+      CK(gpu_memcpy(d, hi, sizeof(int) * ni));
       rc_check(MPI_Bcast(d, n, t, root, MPI_COMM_WORLD), "bcast device");
-      CK(cudaMemcpy(hi2, d, sizeof(int) * ni, cudaMemcpyDeviceToHost));
+      CK(gpu_memcpy(hi2, d, sizeof(int) * ni));
     }
     tally(BC, kind, n, t);
     for (long i = 0; i < ni; i++) check(hi2[i] == (int)(i * 7 + k), "bcast", i, hi2[i], (double)(i * 7 + k));
@@ -193,14 +207,14 @@ int main(int argc, char **argv) {
       rc_check(MPI_Allgather(h, n, t, h2, n, t, MPI_COMM_WORLD), "allgather host");
     } else {
       if (in_place) {
-        CK(cudaMemcpy(d2, h, sizeof(float) * nf * size, cudaMemcpyHostToDevice));
+        CK(gpu_memcpy(d2, h, sizeof(float) * nf * size));
         rc_check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d2, n, t, MPI_COMM_WORLD),
                  "allgather device in place");
       } else {
-        CK(cudaMemcpy(d, h, sizeof(float) * nf, cudaMemcpyHostToDevice));
+        CK(gpu_memcpy(d, h, sizeof(float) * nf));
         rc_check(MPI_Allgather(d, n, t, d2, n, t, MPI_COMM_WORLD), "allgather device");
       }
-      CK(cudaMemcpy(h2, d2, sizeof(float) * nf * size, cudaMemcpyDeviceToHost));
+      CK(gpu_memcpy(h2, d2, sizeof(float) * nf * size));
     }
     tally(AG, kind, n, t);
     for (int r = 0; r < size; r++)
@@ -231,8 +245,8 @@ int main(int argc, char **argv) {
   }
   MPI_Op_free(&usum);
   MPI_Type_free(&pair);
-  CK(cudaFree(d));
-  CK(cudaFree(d2));
+  CK(gpu_free(d, GPU_MEM_DEVICE));
+  CK(gpu_free(d2, GPU_MEM_DEVICE));
   free(h);
   free(h2);
   MPI_Finalize();

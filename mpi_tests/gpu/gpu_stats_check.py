@@ -14,7 +14,10 @@ rank 0 (totals over ranks):
   GCOLL_EXPECT_KINDS <coll> device_predefined=<n> device_derived=<n> host=<n>
   gpu_stats: PASS | FAIL ...
 It runs as  mpirun -np N -x LD_PRELOAD=<lib> -x GCOLL_STATS_FILE=<fresh path>
-[-x VAR=VALUE ...] PROGRAM  (GCOLL_* and LD_PRELOAD of the caller are dropped).
+[-x VAR=VALUE ...] PROGRAM  (GCOLL_* and LD_PRELOAD of the caller are dropped, except
+GCOLL_CUDA=emulate and the GCOLL_EMU_* settings, which choose gcoll's emulated GPU
+(gpu_or_skip.sh exports GCOLL_CUDA=emulate on machines without a GPU) and are passed
+on with -x).
 
 Checks, for allreduce, bcast and allgather, on the stats file gcoll writes at
 MPI_Finalize:
@@ -110,9 +113,17 @@ def main(argv):
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
 
+    # The emulated GPU is the device the test runs on, not a library setting under
+    # test: it must reach the ranks (they get no GCOLL_* from this environment).
+    device_env = []
+    if os.environ.get("GCOLL_CUDA", "").lower() == "emulate":
+        device_env = sorted("%s=%s" % (k, v) for k, v in os.environ.items()
+                            if k == "GCOLL_CUDA" or k.startswith("GCOLL_EMU_"))
+
     tmpdir = tempfile.mkdtemp(prefix="gcoll-gpu-stats-")
     stats_path = os.path.join(tmpdir, "stats.json")
-    xenv = ["LD_PRELOAD=" + os.path.abspath(a.lib), "GCOLL_STATS_FILE=" + stats_path] + a.env
+    xenv = (["LD_PRELOAD=" + os.path.abspath(a.lib), "GCOLL_STATS_FILE=" + stats_path]
+            + device_env + a.env)
     cmd = [a.mpiexec] + shlex.split(a.mpiexec_flags) + ["-np", str(a.np)]
     for kv in xenv:
         cmd += ["-x", kv]

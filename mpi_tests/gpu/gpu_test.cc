@@ -5,7 +5,8 @@
 // Runs under the shared harness (mpi_tests/harness.h: rank-agreed verdicts, watchdog).
 // Each rank selects device local_rank % device_count before MPI_Init (gpu_util.cc), so
 // several ranks may share one GPU. Without a usable GPU every rank prints
-// "SKIPPED: no GPU" and exits 77 before MPI_Init.
+// "SKIPPED: no GPU" and exits 77 before MPI_Init. With GCOLL_CUDA=emulate the same
+// tests run on gcoll's emulated GPU (one device shared by all ranks; gpu_api.h).
 //
 // Tests:
 //   GpuSetup            device chosen; cudaMalloc/cudaMallocAsync memory is device memory
@@ -24,6 +25,8 @@
 //   GpuStale            buffers freed and reallocated between calls (often at the same
 //                       address), on all ranks or on some only
 //   GpuReuse            the same buffers for many calls with new data each time
+//   GpuOrdering         buffers written with cudaMemset on the default stream right before
+//                       the call, with no synchronisation (the library must wait for it)
 //   GpuAsync            cudaMallocAsync (stream-ordered pool) buffers, alone and mixed
 //   GpuMixed            ranks (and send/recv) with different memory kinds in one call
 //   GpuOffsets          buffers at odd element / byte offsets inside larger allocations
@@ -95,9 +98,9 @@ std::string comm_id(CommKind k) { return comm_kind_name(k); }
 TEST(GpuSetup, DeviceSelectedAndBuffersAreDeviceMemory) {
   bool ok = true;
   int cur = -1;
-  GCT_CUDA(cudaGetDevice(&cur));
+  GCT_GPU(gpu_get_device(&cur));
   if (cur != device()) {
-    report("cudaGetDevice = %d, expected %d", cur, device());
+    report("current device %d, expected %d", cur, device());
     ok = false;
   }
   const int lr = local_rank_from_env();
@@ -105,13 +108,14 @@ TEST(GpuSetup, DeviceSelectedAndBuffersAreDeviceMemory) {
     report("device %d, expected local rank %d %% %d devices", cur, lr, device_count());
     ok = false;
   }
+  // cudaPointerGetAttributes on a GPU, gcoll_emu_pointer_kind on the emulated one.
   for (Mem m : {Mem::Device, Mem::Async}) {
     Buf b(m, 4096);
-    cudaPointerAttributes attr;
-    GCT_CUDA(cudaPointerGetAttributes(&attr, b.at(0)));
-    if (attr.type != cudaMemoryTypeDevice || attr.device != cur) {
-      report("%s buffer: cudaPointerGetAttributes type %d device %d", mem_name(m),
-             static_cast<int>(attr.type), attr.device);
+    int dev = -1;
+    GCT_GPU(gpu_pointer_device(b.at(0), &dev));
+    if (dev != cur) {
+      report("%s buffer: %s says device memory of device %d (-1: not device memory), expected "
+             "device %d", mem_name(m), gpu_mode_name(), dev, cur);
       ok = false;
     }
   }
@@ -595,6 +599,84 @@ TEST(GpuReuse, SameBuffersManyCalls) {
     const size_t count = 1 + (static_cast<size_t>(i) * 7919) % max_count;
     ok = stale_round(*w, send, recv, gather, count, next_seed(), i % w->size) && ok;
   }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// ---- ordering with the application's default-stream work --------------------------------
+
+// The buffers are written with cudaMemset on the legacy default stream right before each
+// call, without a synchronisation: cudaMemset returns at once (and cudaMemcpy from
+// pageable memory before the data lands), and an application may rely on the MPI call
+// seeing the bytes, as the MPI call comes after the write in the stream of the program.
+// The library must read the inputs only after the writes land, and write its results
+// after them. On the first GPU run, missing this ordering returned zeros (issue 10).
+// Bytes: MPI_UNSIGNED_CHAR sums (mod 256), bcast and allgather of byte patterns, each
+// checked against PMPI_* on host copies of the same bytes.
+bool ordering_round(const TestComm &c, size_t bytes, bool in_place, int root) {
+  bool ok = true;
+  const int n = static_cast<int>(bytes);
+  const unsigned char mine = static_cast<unsigned char>(1 + c.rank * 7);
+  const std::string what = std::to_string(bytes) + " bytes" + (in_place ? ", in place" : "") + " on " + c.name;
+  std::vector<unsigned char> got;
+  auto read = [&](const Buf &b, size_t len) {
+    got.assign(len, 0);
+    GCT_GPU(gpu_memcpy(got.data(), b.at(0), len));
+  };
+  auto expect = [&](const char *coll, const std::vector<unsigned char> &want) {
+    for (size_t i = 0; i < want.size(); ++i)
+      if (got[i] != want[i]) {
+        report("%s right after cudaMemset (%s): byte %zu is 0x%02x, PMPI on host copies gives 0x%02x", coll,
+               what.c_str(), i, got[i], want[i]);
+        return false;
+      }
+    return true;
+  };
+  {  // allreduce
+    Buf send(Mem::Device, bytes), recv(Mem::Device, bytes);
+    std::vector<unsigned char> ref(bytes, 0), hsend(bytes, mine);
+    if (PMPI_Allreduce(hsend.data(), ref.data(), n, MPI_UNSIGNED_CHAR, MPI_SUM, c.comm) != MPI_SUCCESS) return false;
+    GCT_GPU(gpu_memset(recv.at(0), in_place ? mine : 0xEE, bytes));
+    if (!in_place) GCT_GPU(gpu_memset(send.at(0), mine, bytes));
+    const int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : send.at(0), recv.at(0), n, MPI_UNSIGNED_CHAR, MPI_SUM, c.comm);
+    ok = check_rc(rc, "MPI_Allreduce", what) && ok;
+    read(recv, bytes);
+    ok = expect("MPI_Allreduce", ref) && ok;
+  }
+  {  // bcast: the root's bytes replace everybody's
+    Buf b(Mem::Device, bytes);
+    const unsigned char v = c.rank == root ? 0x5A : static_cast<unsigned char>(0x11 + c.rank);
+    std::vector<unsigned char> ref(bytes, v);
+    if (PMPI_Bcast(ref.data(), n, MPI_UNSIGNED_CHAR, root, c.comm) != MPI_SUCCESS) return false;
+    GCT_GPU(gpu_memset(b.at(0), v, bytes));
+    ok = check_rc(MPI_Bcast(b.at(0), n, MPI_UNSIGNED_CHAR, root, c.comm), "MPI_Bcast", what) && ok;
+    read(b, bytes);
+    ok = expect("MPI_Bcast", ref) && ok;
+  }
+  {  // allgather
+    const size_t total = bytes * static_cast<size_t>(c.size);
+    Buf send(Mem::Device, bytes), recv(Mem::Device, total);
+    std::vector<unsigned char> ref(total, 0), hsend(bytes, mine);
+    if (PMPI_Allgather(hsend.data(), n, MPI_UNSIGNED_CHAR, ref.data(), n, MPI_UNSIGNED_CHAR, c.comm) != MPI_SUCCESS)
+      return false;
+    GCT_GPU(gpu_memset(recv.at(0), 0xEE, total));
+    if (in_place) GCT_GPU(gpu_memset(recv.at(bytes * static_cast<size_t>(c.rank)), mine, bytes));
+    else GCT_GPU(gpu_memset(send.at(0), mine, bytes));
+    const int rc = in_place ? MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv.at(0), n, MPI_UNSIGNED_CHAR, c.comm)
+                            : MPI_Allgather(send.at(0), n, MPI_UNSIGNED_CHAR, recv.at(0), n, MPI_UNSIGNED_CHAR, c.comm);
+    ok = check_rc(rc, "MPI_Allgather", what) && ok;
+    read(recv, total);
+    ok = expect("MPI_Allgather", ref) && ok;
+  }
+  return ok;
+}
+
+TEST(GpuOrdering, DefaultStreamWritesRightBeforeTheCall) {
+  ScopedComm w(CommKind::World);
+  bool ok = true;
+  // Small (one-shot, banks), 64 KiB (two-shot), 16 MiB (two-shot; a memset long enough
+  // on a real GPU to be still running when the call starts).
+  for (size_t bytes : {size_t{4096}, size_t{65536}, size_t{16} << 20})
+    for (bool in_place : {false, true}) ok = ordering_round(*w, bytes, in_place, static_cast<int>(bytes % w->size)) && ok;
   EXPECT_ALL_RANKS(ok);
 }
 

@@ -24,20 +24,19 @@ int env_int(const char *name) {
   return (end && *end == '\0' && x >= 0 && x < (1L << 30)) ? static_cast<int>(x) : -1;
 }
 
-// Runs before main(), hence before MPI_Init: without a usable CUDA device the program
+// Runs before main(), hence before MPI_Init: without a usable device the program
 // prints the skip line and exits 77 (CTest's SKIP_RETURN_CODE) on every rank, before
 // anything else can fail; otherwise the rank picks its device from the launcher's
 // local rank (as CUDA-aware MPI applications do), so that the MPI and gcoll initialize
-// on the right device.
+// on the right device. On the emulated GPU there is one device and no CUDA call.
 void select_device_before_mpi_init() {
   int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n < 1) {
-    if (e != cudaSuccess)
-      printf("SKIPPED: no GPU (cudaGetDeviceCount: %s, CUDA error %d)\n", cudaGetErrorString(e),
-             static_cast<int>(e));
+  int e = gpu_device_count(&n);
+  if (e != 0 || n < 1) {
+    if (e != 0)
+      printf("SKIPPED: no GPU (%s device count: %s, error %d)\n", gpu_mode_name(), gpu_error_string(e), e);
     else
-      printf("SKIPPED: no GPU (cudaGetDeviceCount found none)\n");
+      printf("SKIPPED: no GPU (%s found no device)\n", gpu_mode_name());
     fflush(stdout);
     _exit(77);
   }
@@ -52,11 +51,10 @@ void select_device_before_mpi_init() {
   }
   if (g_local >= 0) {
     g_device = g_local % g_ndev;
-    e = cudaSetDevice(g_device);
-    if (e == cudaSuccess) e = cudaFree(nullptr);  // the context, now
-    if (e != cudaSuccess) {
-      fprintf(stderr, "gcoll_gpu_mpi_test: local rank %d: device %d not usable: %s (%d)\n", g_local,
-              g_device, cudaGetErrorString(e), static_cast<int>(e));
+    e = gpu_set_device(g_device);
+    if (e != 0) {
+      fprintf(stderr, "gcoll_gpu_mpi_test: local rank %d: device %d not usable: %s (%s error %d)\n", g_local,
+              g_device, gpu_error_string(e), gpu_mode_name(), e);
       _exit(1);
     }
   }
@@ -73,16 +71,15 @@ class GpuEnvironment : public ::testing::Environment {
   void SetUp() override {
     if (g_device < 0) {
       g_device = world_rank() % g_ndev;
-      GCT_CUDA(cudaSetDevice(g_device));
-      GCT_CUDA(cudaFree(nullptr));
+      GCT_GPU(gpu_set_device(g_device));
     }
     int cur = -1;
-    GCT_CUDA(cudaGetDevice(&cur));
+    GCT_GPU(gpu_get_device(&cur));
     std::vector<int> devs(static_cast<size_t>(world_size()), -1);
     PMPI_Gather(&cur, 1, MPI_INT, devs.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (world_rank() == 0) {
-      cudaDeviceProp p;
-      GCT_CUDA(cudaGetDeviceProperties(&p, cur));
+      char name[256];
+      GCT_GPU(gpu_device_name(cur, name, sizeof name));
       std::string per;
       for (int d = 0; d < g_ndev; ++d) {
         int k = 0;
@@ -91,7 +88,7 @@ class GpuEnvironment : public ::testing::Environment {
       }
       printf("gcoll GPU tests: %d rank(s), %d device(s) (%s; rank 0 on %s); ranks per device: %s; "
              "device chosen %s\n",
-             world_size(), g_ndev, p.name, cur == 0 ? "gpu 0" : "another gpu", per.c_str(),
+             world_size(), g_ndev, name, cur == 0 ? "gpu 0" : "another gpu", per.c_str(),
              g_local >= 0 ? "before MPI_Init from the local rank" : "after MPI_Init from the world rank");
       fflush(stdout);
     }
@@ -99,15 +96,6 @@ class GpuEnvironment : public ::testing::Environment {
 };
 
 ::testing::Environment *const g_env = ::testing::AddGlobalTestEnvironment(new GpuEnvironment);
-
-cudaStream_t async_stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t st = nullptr;
-    GCT_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    return st;
-  }();
-  return s;
-}
 
 std::string where(const char *coll, const std::string &type, const char *op, size_t count,
                   const TestComm &c, int root, bool in_place, const Layout &l) {
@@ -216,10 +204,10 @@ class Arena {
 
 }  // namespace
 
-void cuda_ok(cudaError_t e, const char *what, const char *file, int line) {
-  if (e == cudaSuccess) return;
-  fprintf(stderr, "[rank %d] CUDA error: %s failed: %s (CUDA error %d) at %s:%d; aborting the job\n",
-          world_rank(), what, cudaGetErrorString(e), static_cast<int>(e), file, line);
+void gpu_ok(int e, const char *what, const char *file, int line) {
+  if (e == 0) return;
+  fprintf(stderr, "[rank %d] GPU error: %s failed: %s (%s error %d) at %s:%d; aborting the job\n",
+          world_rank(), what, gpu_error_string(e), gpu_mode_name(), e, file, line);
   fflush(stderr);
   int init = 0, fin = 0;
   MPI_Initialized(&init);
@@ -255,13 +243,10 @@ Buf::Buf(Mem kind, size_t bytes) : kind_(kind), bytes_(bytes) {
         PMPI_Abort(MPI_COMM_WORLD, 1);
       }
       break;
-    case Mem::Pinned: GCT_CUDA(cudaMallocHost(&p_, n)); break;
-    case Mem::Managed: GCT_CUDA(cudaMallocManaged(&p_, n)); break;
-    case Mem::Device: GCT_CUDA(cudaMalloc(&p_, n)); break;
-    case Mem::Async:
-      GCT_CUDA(cudaMallocAsync(&p_, n, async_stream()));
-      GCT_CUDA(cudaStreamSynchronize(async_stream()));
-      break;
+    case Mem::Pinned: GCT_GPU(gpu_malloc(&p_, n, GPU_MEM_PINNED)); break;
+    case Mem::Managed: GCT_GPU(gpu_malloc(&p_, n, GPU_MEM_MANAGED)); break;
+    case Mem::Device: GCT_GPU(gpu_malloc(&p_, n, GPU_MEM_DEVICE)); break;
+    case Mem::Async: GCT_GPU(gpu_malloc(&p_, n, GPU_MEM_ASYNC)); break;
   }
 }
 
@@ -269,13 +254,10 @@ void Buf::reset() {
   if (!p_) return;
   switch (kind_) {
     case Mem::Host: free(p_); break;
-    case Mem::Pinned: GCT_CUDA(cudaFreeHost(p_)); break;
-    case Mem::Managed:
-    case Mem::Device: GCT_CUDA(cudaFree(p_)); break;
-    case Mem::Async:
-      GCT_CUDA(cudaFreeAsync(p_, async_stream()));
-      GCT_CUDA(cudaStreamSynchronize(async_stream()));
-      break;
+    case Mem::Pinned: GCT_GPU(gpu_free(p_, GPU_MEM_PINNED)); break;
+    case Mem::Managed: GCT_GPU(gpu_free(p_, GPU_MEM_MANAGED)); break;
+    case Mem::Device: GCT_GPU(gpu_free(p_, GPU_MEM_DEVICE)); break;
+    case Mem::Async: GCT_GPU(gpu_free(p_, GPU_MEM_ASYNC)); break;
   }
   p_ = nullptr;
   bytes_ = 0;
@@ -305,7 +287,7 @@ void Buf::put(size_t off, const void *src, size_t n) {
   if (kind_ == Mem::Host || kind_ == Mem::Pinned)
     memcpy(at(off), src, n);
   else
-    GCT_CUDA(cudaMemcpy(at(off), src, n, cudaMemcpyDefault));
+    GCT_GPU(gpu_memcpy(at(off), src, n));
 }
 
 void Buf::get(size_t off, void *dst, size_t n) const {
@@ -313,7 +295,7 @@ void Buf::get(size_t off, void *dst, size_t n) const {
   if (kind_ == Mem::Host || kind_ == Mem::Pinned)
     memcpy(dst, at(off), n);
   else
-    GCT_CUDA(cudaMemcpy(dst, at(off), n, cudaMemcpyDefault));
+    GCT_GPU(gpu_memcpy(dst, at(off), n));
 }
 
 std::vector<unsigned char> Buf::image() const {

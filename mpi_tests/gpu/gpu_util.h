@@ -12,9 +12,12 @@
 //   - for floating-point reductions, the result bits are the same on every rank.
 // Every check is collective over c.comm and returns this rank's verdict, reporting the
 // first problem with gct::report (memory kinds and offsets included).
+//
+// All device work goes through gpu_api.h: on a real GPU the CUDA runtime calls named
+// here, on the emulated GPU (GCOLL_CUDA=emulate) their gcoll_emu_* counterparts.
 #pragma once
 
-#include <cuda_runtime.h>
+#include "gpu_api.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -28,10 +31,11 @@
 namespace gct {
 namespace gpu {
 
-// A CUDA failure in a test is not a verdict but a broken environment: report it with
-// the running test and end the job (PMPI_Abort), so that no rank waits in a collective.
-void cuda_ok(cudaError_t e, const char *what, const char *file, int line);
-#define GCT_CUDA(call) ::gct::gpu::cuda_ok((call), #call, __FILE__, __LINE__)
+// A failed gpu_api call (CUDA or the emulated GPU) in a test is not a verdict but a
+// broken environment: report it with the running test and end the job (PMPI_Abort), so
+// that no rank waits in a collective.
+void gpu_ok(int err, const char *what, const char *file, int line);
+#define GCT_GPU(call) ::gct::gpu::gpu_ok((call), #call, __FILE__, __LINE__)
 
 // The device this rank selected (before MPI_Init, from the local rank) and the number
 // of devices; filled in before the first test.
@@ -52,7 +56,7 @@ const char *mem_name(Mem m);
 bool is_device(Mem m);  // Device or Async
 
 // One allocation of a memory kind. Move-only; freed (cudaFree, cudaFreeAsync + stream
-// synchronize, cudaFreeHost, free) by the destructor.
+// synchronize, cudaFreeHost, free: gpu_free) by the destructor.
 class Buf {
  public:
   Buf() = default;
@@ -67,7 +71,7 @@ class Buf {
   size_t size() const { return bytes_; }
   bool empty() const { return p_ == nullptr; }
   unsigned char *at(size_t off) const { return static_cast<unsigned char *>(p_) + off; }
-  // Synchronous copies in and out (cudaMemcpy for device and managed memory).
+  // Copies in and out: gpu_memcpy (cudaMemcpy semantics) for device and managed memory.
   void put(size_t off, const void *src, size_t n);
   void get(size_t off, void *dst, size_t n) const;
   std::vector<unsigned char> image() const;  // the whole allocation

@@ -156,11 +156,20 @@ const std::vector<SettingDef> kSettings = {
      "Seconds an engine call waits for a peer before failing with MPI_ERR_OTHER; 0 = wait as long as the "
      "peer lives (dead peers are detected either way).",
      [](Config &c, const Value &v) { c.timeout_s = static_cast<int>(v.i); }},
-    {"GCOLL_CUDA", SettingType::Enum, "auto", "auto|off",
+    {"GCOLL_CUDA", SettingType::Enum, "auto", "auto|off|emulate",
      "auto: classify every buffer with the CUDA driver when one is loaded and a GPU exists (no driver: "
      "every buffer is host memory, silently). off: never touch CUDA; device buffers reach the MPI as they "
-     "would without gcoll.",
-     [](Config &c, const Value &v) { c.cuda = v.choice == 0; }},
+     "would without gcoll. emulate: TESTING ONLY, never for real jobs: CUDA is not used; an emulated GPU "
+     "(include/gcoll/gcoll_emulate.h) stands in for it, with device memory the CPU cannot touch, IPC between "
+     "processes and streams whose work runs later on worker threads; the test programs allocate from it.",
+     [](Config &c, const Value &v) {
+       c.cuda = v.choice != 1;
+       c.cuda_emulate = v.choice == 2;
+     }},
+    {"GCOLL_EMU_DELAY", SettingType::Int, "200", "0:1000000",
+     "GCOLL_CUDA=emulate only: each operation queued on an emulated stream (copy, reduction, event) waits a "
+     "random 0 to this many microseconds before it runs, so that a missing wait shows as a wrong result.",
+     [](Config &c, const Value &v) { c.emu_delay_us = static_cast<int>(v.i); }},
     {"GCOLL_DEVICE_BUFFERS", SettingType::Enum, "engine", "engine|staged",
      "Device-memory calls: engine = gcoll's algorithms on the GPU (CUDA IPC and kernels inside a node); "
      "staged = copy to pinned host memory, run the MPI's collective, copy back.",

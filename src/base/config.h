@@ -22,7 +22,9 @@ struct Config {
   std::string tune;                  // user's selection rules (validated in src/coll/tune)
   std::uint64_t chunk_size = 1 << 20;
   int timeout_s = 0;                 // 0: no timeout
-  bool cuda = true;                  // GCOLL_CUDA=auto (false: off, every buffer is host memory)
+  bool cuda = true;                  // GCOLL_CUDA=auto|emulate (false: off, every buffer is host memory)
+  bool cuda_emulate = false;         // GCOLL_CUDA=emulate: the emulated GPU (testing only)
+  int emu_delay_us = 200;            // GCOLL_EMU_DELAY: largest random delay of an emulated device operation
   bool device_engine = true;         // GCOLL_DEVICE_BUFFERS=engine (false: staged)
   bool uniform_memory = false;       // GCOLL_UNIFORM_MEMORY: skip the per-call memory-kind agreement
   std::uint64_t device_chunk_size = 8ull << 20;   // GCOLL_DEVICE_CHUNK_SIZE

@@ -1,40 +1,29 @@
 #include "coll/cuda_space.h"
 
-#if !GCOLL_HAVE_CUDA
-
-namespace gcoll {
-
-Status create_cuda_space(MPI_Comm, const CudaSpaceOptions &, std::unique_ptr<MemSpace> *) {
-  return Status::NotSupported;
-}
-
-}  // namespace gcoll
-
-#else
-
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "base/log.h"
 #include "coll/host_space.h"
 #include "cuda/device.h"
-#include "kernels/cuda_reduce.cuh"
+#include "cuda/runtime.h"
 
 namespace gcoll {
 
 namespace {
 
-Status cuda_status(cudaError_t e, const char *what) {
-  if (e == cudaSuccess) return Status::Ok;
-  GCOLL_WARN("%s: CUDA error %d (%s)", what, static_cast<int>(e), cudaGetErrorString(e));
-  return e == cudaErrorMemoryAllocation ? Status::ErrNoMem : Status::ErrInternal;
+cuda::Runtime &rt() { return cuda::runtime(); }
+
+Status cuda_status(Status st, const char *what) {
+  if (ok(st)) return st;
+  GCOLL_WARN("%s: %s", what, rt().last_error());
+  return st;
 }
 
 // Makes `dev` current for the runtime calls of a scope and restores the application's
@@ -42,12 +31,12 @@ Status cuda_status(cudaError_t e, const char *what) {
 class DeviceScope {
  public:
   explicit DeviceScope(int dev) {
-    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
-    cudaSetDevice(dev);  // also makes the device's primary context current for driver calls
+    prev_ = rt().current_device();
+    rt().set_device(dev);  // also makes the device's primary context current for driver calls
     set_ = dev;
   }
   ~DeviceScope() {
-    if (prev_ >= 0 && prev_ != set_) cudaSetDevice(prev_);
+    if (prev_ >= 0 && prev_ != set_) rt().set_device(prev_);
   }
 
  private:
@@ -62,6 +51,7 @@ struct Exposure {
   std::int32_t valid;
 };
 constexpr std::size_t kCtlBytes = 4096;
+constexpr int kMaxSources = 16;  // sources of one reduce call (the CUDA kernel's limit)
 static_assert(MemSpace::kExposeSlots * sizeof(Exposure) <= kCtlBytes, "exposure records fit the control bank");
 
 class CudaSpace final : public MemSpace {
@@ -76,11 +66,12 @@ class CudaSpace final : public MemSpace {
     DeviceScope d(opt_.device);
     open_cache_.clear();
     for (std::size_t p = 0; p < peers_.size(); ++p)
-      if (peers_[p] && static_cast<int>(p) != local_rank()) cudaIpcCloseMemHandle(peers_[p]);
-    if (work_) cudaFree(work_);
-    if (mine_) cudaFree(mine_);
-    if (done_) cudaEventDestroy(done_);
-    if (stream_) cudaStreamDestroy(stream_);
+      if (peers_[p] && static_cast<int>(p) != local_rank()) cuda::driver().ipc_close(peers_[p]);
+    rt().free_device(work_);
+    rt().free_device(mine_);
+    if (done_) rt().event_destroy(done_);
+    if (order_) rt().event_destroy(order_);
+    if (stream_) rt().stream_destroy(stream_);
   }
 
   // Creation, between the two collective steps: allocate and export (step 1), map the
@@ -88,16 +79,13 @@ class CudaSpace final : public MemSpace {
   Status setup() {
     DeviceScope d(opt_.device);
     Exposure rec{};
-    Status st = cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    if (ok(st)) st = cuda_status(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate");
-    if (ok(st)) st = cuda_status(cudaMalloc(&mine_, 2 * opt_.bank_bytes), "cudaMalloc (banks)");
-    if (ok(st)) st = cuda_status(cudaMalloc(&work_, 4 * opt_.bank_bytes), "cudaMalloc (work area)");
-    cudaIpcMemHandle_t h{};
-    if (ok(st)) st = cuda_status(cudaIpcGetMemHandle(&h, mine_), "cudaIpcGetMemHandle (banks)");
-    if (ok(st)) {
-      std::memcpy(rec.handle.bytes, &h, sizeof h);
-      rec.valid = 1;
-    }
+    Status st = cuda_status(rt().stream_create(&stream_), "stream of the device engine");
+    if (ok(st)) st = cuda_status(rt().event_create(&done_), "event of the device engine");
+    if (ok(st)) st = cuda_status(rt().event_create(&order_), "event of the device engine");
+    if (ok(st)) st = cuda_status(rt().malloc_device(&mine_, 2 * opt_.bank_bytes), "device memory (banks)");
+    if (ok(st)) st = cuda_status(rt().malloc_device(&work_, 4 * opt_.bank_bytes), "device memory (work area)");
+    if (ok(st)) st = cuda::driver().ipc_export(reinterpret_cast<std::uintptr_t>(mine_), &rec.handle);
+    if (ok(st)) rec.valid = 1;
     Status s2 = ctl_->publish(0, &rec, sizeof rec);
     if (ok(s2)) s2 = ctl_->sync();
     if (!ok(s2)) return s2;
@@ -112,11 +100,8 @@ class CudaSpace final : public MemSpace {
         st = Status::ErrInternal;  // that rank reported its own failure
         break;
       }
-      cudaIpcMemHandle_t ph;
-      std::memcpy(&ph, r.handle.bytes, sizeof ph);
       void *local = nullptr;
-      st = cuda_status(cudaIpcOpenMemHandle(&local, ph, cudaIpcMemLazyEnablePeerAccess),
-                       "cudaIpcOpenMemHandle (a node peer's banks)");
+      st = cuda::driver().ipc_open(r.handle, &local);  // warns itself on failure
       peers_[p] = static_cast<char *>(local);
     }
     // Nobody frees its banks before every peer has mapped them (and returned a verdict).
@@ -133,8 +118,8 @@ class CudaSpace final : public MemSpace {
     bytes_published += bytes;
     if (!bytes) return Status::Ok;
     DeviceScope d(opt_.device);
-    return cuda_status(cudaMemcpyAsync(bank(local_rank(), epoch_ & 1) + at, src, bytes, cudaMemcpyDefault, stream_),
-                       "publish (cudaMemcpyAsync)");
+    return cuda_status(rt().memcpy_async(bank(local_rank(), epoch_ & 1) + at, src, bytes, stream_),
+                       "publish (device copy)");
   }
   void *publish_area(std::size_t at, std::size_t bytes) override {
     bytes_published += bytes;
@@ -154,17 +139,19 @@ class CudaSpace final : public MemSpace {
 
   Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) override {
     if (m < 1) return Status::ErrInternal;
-    if (!cuda_op_supported(op, t)) return Status::NotSupported;
+    if (!rt().reduce_supported(op, t)) return Status::NotSupported;
     DeviceScope d(opt_.device);
     // More sources than one kernel takes: fold the rest into dst, which is then the first
-    // source of the next pass (the same left fold, so the same bits).
-    const void *batch[kCudaMaxSources];
+    // source of the next pass (the same left fold, so the same bits). dst may be one of
+    // the sources of the first pass only (the two-shot, in place, has at most 16).
+    const int max = std::min(rt().max_sources(), kMaxSources);
+    const void *batch[kMaxSources];
     int done = 0;
     while (done < m) {
       int k = 0;
       if (done > 0) batch[k++] = dst;
-      while (k < kCudaMaxSources && done < m) batch[k++] = srcs[done++];
-      const Status st = cuda_status(cuda_reduce(t, op, dst, batch, k, count, stream_), "reduce kernel");
+      while (k < max && done < m) batch[k++] = srcs[done++];
+      const Status st = cuda_status(rt().reduce(t, op, dst, batch, k, count, stream_), "reduce kernel");
       if (!ok(st)) return st;
     }
     return Status::Ok;
@@ -173,7 +160,7 @@ class CudaSpace final : public MemSpace {
   Status copy(void *dst, const void *src, std::size_t bytes) override {
     if (!bytes || dst == src) return Status::Ok;
     DeviceScope d(opt_.device);
-    return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "copy (cudaMemcpyAsync)");
+    return cuda_status(rt().memcpy_async(dst, src, bytes, stream_), "copy (device copy)");
   }
 
   void begin_call() override { open_cache_.begin_call(); }
@@ -238,11 +225,14 @@ class CudaSpace final : public MemSpace {
   // other run), with the caller's overlap work in between.
   Status drain() {
     DeviceScope d(opt_.device);
-    Status st = cuda_status(cudaEventRecord(done_, stream_), "cudaEventRecord");
+    Status st = pending_;
+    pending_ = Status::Ok;
+    if (ok(st)) st = cuda_status(rt().event_record(done_, stream_), "event record");
     for (unsigned spin = 0; ok(st); ++spin) {
-      const cudaError_t e = cudaEventQuery(done_);
-      if (e == cudaSuccess) return Status::Ok;
-      if (e != cudaErrorNotReady) return cuda_status(e, "device work of a collective");
+      bool done = false;
+      st = cuda_status(rt().event_query(done_, &done), "device work of a collective");
+      if (!ok(st)) return st;
+      if (done) return Status::Ok;
       if (while_waiting) st = while_waiting();
       if (spin < 256) continue;
       if (spin < 4096) {
@@ -258,8 +248,10 @@ class CudaSpace final : public MemSpace {
   std::unique_ptr<MemSpace> ctl_;  // flags, IPC handles and exposure records
   cuda::IpcExportCache export_cache_;
   cuda::IpcOpenCache open_cache_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t done_ = nullptr;
+  cuda::Stream stream_ = nullptr;
+  cuda::Event done_ = nullptr;
+  cuda::Event order_ = nullptr;      // orders my stream after the application's default streams
+  Status pending_ = Status::Ok;      // a failure of begin_call(), reported by the next sync
   void *mine_ = nullptr;             // my two banks
   void *work_ = nullptr;             // private scratch
   std::vector<char *> peers_;        // every rank's banks, mapped here (mine included)
@@ -285,4 +277,3 @@ Status create_cuda_space(MPI_Comm node_comm, const CudaSpaceOptions &opt, std::u
 
 }  // namespace gcoll
 
-#endif

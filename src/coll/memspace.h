@@ -48,7 +48,8 @@ class MemSpace {
   // Peer `lr`'s bank as published before the last sync().
   virtual const void *peer(int lr) const = 0;
 
-  // dst = op(srcs[0], ..., srcs[m-1]) element-wise, left fold in source order.
+  // dst = op(srcs[0], ..., srcs[m-1]) element-wise, left fold in source order. dst may be
+  // one of the sources itself (the same elements), never a partial overlap.
   virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) = 0;
   virtual Status copy(void *dst, const void *src, std::size_t bytes) = 0;
 

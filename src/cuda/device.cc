@@ -2,7 +2,9 @@
 
 #include <atomic>
 
+#include "base/config.h"
 #include "base/log.h"
+#include "cuda/emulate.h"
 
 namespace gcoll {
 namespace cuda {
@@ -36,11 +38,15 @@ std::atomic<bool> g_query_warned{false};
 Driver &default_driver() {
   // Never destroyed: other static destructors and atexit handlers (MPI_Finalize called
   // from one) may still classify buffers or close mappings.
+  // GCOLL_CUDA=emulate (testing only): the emulated GPU, and no CUDA call at all.
+  static Driver *const d = [] () -> Driver * {
+    if (config().cuda_emulate) return &emulated_driver();
 #if GCOLL_HAVE_CUDA
-  static Driver *const d = make_real_driver();
+    return make_real_driver();
 #else
-  static Driver *const d = new NoDriver;
+    return new NoDriver;
 #endif
+  }();
   return *d;
 }
 

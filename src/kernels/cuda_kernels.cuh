@@ -79,7 +79,8 @@ __device__ __forceinline__ void store_pack(T *base, std::size_t k, const T (&in)
 }
 
 // dst = op(src_0, ..., src_{m-1}), left fold. A thread reads all sources of an element
-// before it writes it, so dst may be src_0.
+// before it writes it, so dst may be any of the sources (the same elements; the two-shot
+// allreduce in place reduces into its own input slice, which is source local_rank).
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(T *dst, const __grid_constant__ Sources<T> src, int m, Split sp,

@@ -19,8 +19,9 @@ bool cuda_op_supported(ROp op, DType t);
 
 // Enqueues on `stream` dst[i] = op(...op(srcs[0][i], srcs[1][i])..., srcs[m-1][i]) for
 // i < count, the same left fold (and the same bits) as host_reduce. srcs is a host array
-// of m device pointers (1 <= m <= kCudaMaxSources); m == 1 copies. dst may be srcs[0]
-// itself and must not overlap any other source. Every pointer must be aligned for the
+// of m device pointers (1 <= m <= kCudaMaxSources); m == 1 copies. dst may be any of the
+// sources itself (the same elements: a thread reads every source of an element before it
+// writes it), but must not overlap a source partially. Every pointer must be aligned for the
 // element type (any cudaMalloc'd address plus a whole number of elements is).
 // Returns cudaErrorNotSupported when !cuda_op_supported(op, t), cudaErrorInvalidValue
 // for a bad m or a misaligned pointer (nothing enqueued then), else the launch status.

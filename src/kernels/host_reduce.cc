@@ -55,7 +55,8 @@ void fold_block(const Job &j, std::size_t first, std::size_t n) {
   for (int s = 2; s < j.m; ++s) fold_into<T, Op>(d, src_at<T>(j, s, first), n);
 }
 
-// One block, some pointer misaligned for T: the same fold through aligned copies.
+// One block through aligned copies: for pointers misaligned for T, and when dst is a
+// source other than source 0 (all sources are read before the block is written).
 template <class T, class Op>
 void fold_block_unaligned(const Job &j, std::size_t first, std::size_t n) {
   constexpr std::size_t kBlock = kBlockBytes / sizeof(T);
@@ -93,10 +94,13 @@ bool run(const Job &j) {
   }
   constexpr std::size_t kBlock = kBlockBytes / sizeof(T);
   static_assert(kBlock > 0, "element larger than a block");
-  const bool aligned = aligned_for<T>(j);
+  // dst may be any source (the same elements, as in place), as in the CUDA kernel, which
+  // reads every source of an element before it writes it; fold_block handles source 0.
+  bool direct = aligned_for<T>(j);
+  for (int s = 1; direct && s < j.m; ++s) direct = j.srcs[s] != j.dst;
   for (std::size_t first = 0; first < j.count; first += kBlock) {
     const std::size_t n = std::min(kBlock, j.count - first);
-    if (aligned) {
+    if (direct) {
       fold_block<T, Op>(j, first, n);
     } else {
       fold_block_unaligned<T, Op>(j, first, n);

@@ -1,34 +1,14 @@
 #include "pmpi/staged.h"
 
-#if !GCOLL_HAVE_CUDA
-
-// Without CUDA no buffer is ever classified as device memory: nothing reaches here.
-namespace gcoll {
-int staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                     MPI_Comm comm, StagedBuffers) {
-  return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-}
-int staged_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, StagedBuffers) {
-  return PMPI_Bcast(buffer, count, datatype, root, comm);
-}
-int staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                     MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers) {
-  return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-void release_staging() {}
-}  // namespace gcoll
-
-#else
-
 #include <algorithm>
+#include <cstdio>
 #include <cstddef>
 #include <map>
 #include <mutex>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "base/log.h"
+#include "cuda/runtime.h"
 #include "pmpi/errors.h"
 
 namespace gcoll {
@@ -58,6 +38,8 @@ bool span_of(int count, MPI_Datatype type, Span *out) {
   return true;
 }
 
+cuda::Runtime &rt() { return cuda::runtime(); }
+
 // Pinned host buffers, kept for the next call (cudaHostAlloc costs milliseconds).
 class PinnedPool {
  public:
@@ -78,9 +60,8 @@ class PinnedPool {
     std::size_t want = std::size_t{1} << 16;
     while (want < bytes) want <<= 1;
     void *p = nullptr;
-    const cudaError_t e = cudaHostAlloc(&p, want, cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-      GCOLL_WARN("cudaHostAlloc of %zu bytes for staging: %s", want, cudaGetErrorString(e));
+    if (!ok(rt().malloc_host(&p, want))) {
+      GCOLL_WARN("pinned host memory (%zu bytes) for staging: %s", want, rt().last_error());
       return nullptr;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,7 +79,7 @@ class PinnedPool {
     while (cached_ > kMaxCached && free_.size() > 1) {
       auto small = std::min_element(free_.begin(), free_.end(),
                                     [](const auto &a, const auto &b) { return a.second < b.second; });
-      cudaFreeHost(small->first);
+      rt().free_host(small->first);
       cached_ -= small->second;
       free_.erase(small);
     }
@@ -106,7 +87,7 @@ class PinnedPool {
 
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto &f : free_) cudaFreeHost(f.first);
+    for (auto &f : free_) rt().free_host(f.first);
     free_.clear();
     cached_ = 0;
   }
@@ -124,46 +105,77 @@ PinnedPool &pool() {
   return *p;
 }
 
-// One non-blocking stream per GPU for the staging copies.
+// One non-blocking stream per GPU for the staging copies, and the events that order them
+// after the application's work (one per call in flight: the per-thread default stream is
+// the calling thread's, so two threads must not share one).
 std::mutex g_streams_mu;
-std::map<int, cudaStream_t> g_streams;
+std::map<int, cuda::Stream> g_streams;
+std::vector<std::pair<int, cuda::Event>> g_free_events;  // (device, event)
 
-cudaStream_t stream_for(int device) {
+cuda::Stream stream_for(int device) {
   std::lock_guard<std::mutex> lock(g_streams_mu);
   auto it = g_streams.find(device);
   if (it != g_streams.end()) return it->second;
-  cudaStream_t s = nullptr;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return nullptr;
+  cuda::Stream s = nullptr;
+  if (!ok(rt().stream_create(&s))) return nullptr;
   g_streams[device] = s;
   return s;
+}
+
+cuda::Event take_event(int device) {
+  {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    for (auto it = g_free_events.begin(); it != g_free_events.end(); ++it)
+      if (it->first == device) {
+        cuda::Event e = it->second;
+        g_free_events.erase(it);
+        return e;
+      }
+  }
+  cuda::Event e = nullptr;
+  if (!ok(rt().event_create(&e))) return nullptr;
+  return e;
+}
+
+void give_event(int device, cuda::Event e) {
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  g_free_events.emplace_back(device, e);
 }
 
 // A staging session for one call: the device made current (and restored), host copies
 // of the device buffers, copies in both directions on the GPU's staging stream.
 class Stager {
  public:
-  Stager(MPI_Comm comm, const char *func, int device) : comm_(comm), func_(func) {
-    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
-    cudaSetDevice(device);
-    device_ = device;
+  Stager(MPI_Comm comm, const char *func, int device) : comm_(comm), func_(func), device_(device) {
+    prev_ = rt().current_device();
+    if (!ok(rt().set_device(device))) {
+      fail("cannot make the buffers' GPU current");
+      return;
+    }
     stream_ = stream_for(device);
+    if (!stream_) {
+      fail("no CUDA stream for staging");
+      return;
+    }
+    order_ = take_event(device);
+    if (!order_) fail("no CUDA event for staging");
   }
   ~Stager() {
     for (void *p : held_) pool().put(p);
-    if (prev_ >= 0 && prev_ != device_) cudaSetDevice(prev_);
+    if (order_) give_event(device_, order_);
+    if (prev_ >= 0 && prev_ != device_) rt().set_device(prev_);
   }
 
   // A host copy of the span of `count` x `type` at `dev`; `copy_in` fills it from the
   // device. Returns the pointer the MPI gets (span start minus lo), or nullptr on failure.
   void *host_copy(const void *dev, const Span &s, bool copy_in) {
-    if (!stream_) return fail("no CUDA stream for staging");
+    if (failed_) return nullptr;
     void *h = s.bytes ? pool().get(s.bytes) : nullptr;
     if (s.bytes && !h) return fail("out of pinned host memory");
     if (h) held_.push_back(h);
     if (copy_in && s.bytes) {
-      if (cudaMemcpyAsync(h, static_cast<const char *>(dev) + s.lo, s.bytes, cudaMemcpyDefault, stream_) !=
-              cudaSuccess ||
-          cudaStreamSynchronize(stream_) != cudaSuccess)
+      if (!ok(rt().memcpy_async(h, static_cast<const char *>(dev) + s.lo, s.bytes, stream_)) ||
+          !ok(rt().stream_synchronize(stream_)))
         return fail("copy of a device buffer to host memory failed");
     }
     return static_cast<char *>(h) - s.lo;
@@ -171,9 +183,9 @@ class Stager {
 
   bool copy_out(void *dev, const void *host, const Span &s) {
     if (!s.bytes) return true;
-    if (cudaMemcpyAsync(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
-                        cudaMemcpyDefault, stream_) != cudaSuccess ||
-        cudaStreamSynchronize(stream_) != cudaSuccess) {
+    if (!ok(rt().memcpy_async(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
+                              stream_)) ||
+        !ok(rt().stream_synchronize(stream_))) {
       fail("copy of the result back to device memory failed");
       return false;
     }
@@ -181,14 +193,14 @@ class Stager {
   }
 
   bool failed() const { return failed_; }
-  int error() { return raise_error(comm_, Status::ErrInternal, func_, message_); }
+  int error() {
+    std::snprintf(text_, sizeof text_, "%s (%s)", message_, rt().last_error());
+    return raise_error(comm_, Status::ErrInternal, func_, text_);
+  }
 
  private:
   void *fail(const char *msg) {
-    if (!failed_) {
-      message_ = msg;
-      cudaGetLastError();  // clear the runtime's sticky error of this thread
-    }
+    if (!failed_) message_ = msg;
     failed_ = true;
     return nullptr;
   }
@@ -196,8 +208,10 @@ class Stager {
   MPI_Comm comm_;
   const char *func_;
   const char *message_ = "";
+  char text_[256] = "";
   int prev_ = -1, device_ = -1;
-  cudaStream_t stream_ = nullptr;
+  cuda::Stream stream_ = nullptr;
+  cuda::Event order_ = nullptr;
   bool failed_ = false;
   std::vector<void *> held_;
 };
@@ -268,17 +282,19 @@ int staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
 void release_staging() {
   pool().clear();  // empty unless something was staged
   std::lock_guard<std::mutex> lock(g_streams_mu);
-  if (g_streams.empty()) return;  // never staged: touch nothing (no context may exist)
-  int prev = -1;
-  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  if (g_streams.empty() && g_free_events.empty()) return;  // never staged: touch nothing
+  const int prev = rt().current_device();
   for (auto &kv : g_streams) {
-    cudaSetDevice(kv.first);
-    cudaStreamDestroy(kv.second);
+    rt().set_device(kv.first);
+    rt().stream_destroy(kv.second);
   }
   g_streams.clear();
-  if (prev >= 0) cudaSetDevice(prev);
+  for (auto &de : g_free_events) {
+    rt().set_device(de.first);
+    rt().event_destroy(de.second);
+  }
+  g_free_events.clear();
+  if (prev >= 0) rt().set_device(prev);
 }
 
 }  // namespace gcoll
-
-#endif

@@ -349,8 +349,8 @@ std::string hex(const void *p, std::size_t n) {
   return s;
 }
 
-// Runs host_reduce over m random sources (dst separate, then dst == srcs[0]) and
-// compares with the reference fold.
+// Runs host_reduce over m random sources (dst separate, then dst == each source in
+// turn) and compares with the reference fold.
 void check_reduce(DType t, ROp op, int m, std::size_t count, std::size_t offset, Rng &g) {
   SCOPED_TRACE(std::string(dtype_name(t)) + " " + rop_name(op) + " m=" + std::to_string(m) +
                " count=" + std::to_string(count) + " offset=" + std::to_string(offset));
@@ -395,6 +395,18 @@ void check_reduce(DType t, ROp op, int m, std::size_t count, std::size_t offset,
   ptrs[0] = alias.data();
   ASSERT_TRUE(host_reduce(t, op, alias.data(), ptrs.data(), m, count));
   expect_result(alias, "dst == srcs[0]");
+  ptrs[0] = src[0].data();
+
+  // in place at another source, as the two-shot allreduce does on local rank k: dst is
+  // srcs[k] (the CUDA kernel allows it; the emulated GPU runs these host kernels)
+  for (int k = 1; k < m; ++k) {
+    Buffer at_k(bytes, offset);
+    std::memcpy(at_k.data(), src[k].data(), bytes);
+    ptrs[k] = at_k.data();
+    ASSERT_TRUE(host_reduce(t, op, at_k.data(), ptrs.data(), m, count));
+    expect_result(at_k, ("dst == srcs[" + std::to_string(k) + "]").c_str());
+    ptrs[k] = src[k].data();
+  }
 }
 
 // ---- tests --------------------------------------------------------------------------

@@ -1,0 +1,218 @@
+/* gpu_api: the CUDA runtime or gcoll's emulated GPU behind one interface. See gpu_api.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
+#include "gpu_api.h"
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include "gcoll/gcoll_emulate.h"
+
+/* ---- the mode ------------------------------------------------------------------------ */
+
+/* The emulation's functions, from libgcoll.so (linked or preloaded): dlsym rather than a
+ * link-time reference, so that the plain MPI programs (gpu_stats, the OSU benchmarks),
+ * which must not link gcoll, find them exactly when it is preloaded. */
+static struct {
+  int (*active)(void);
+  int (*device_count)(void);
+  int (*malloc_)(void **, size_t, int);
+  int (*free_)(void *);
+  int (*memcpy_)(void *, const void *, size_t);
+  int (*memset_)(void *, int, size_t);
+  int (*device_synchronize)(void);
+  int (*pointer_kind)(const void *);
+  const char *(*error_string)(int);
+} emu;
+
+static int g_emulated;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void *emu_symbol(const char *name) {
+  void *f = dlsym(RTLD_DEFAULT, name);
+  if (!f) {
+    fprintf(stderr,
+            "gpu_api: GCOLL_CUDA=emulate, but %s is not in the process (%s): the program must "
+            "link libgcoll.so or run with LD_PRELOAD=libgcoll.so\n",
+            name, dlerror());
+    fflush(stderr);
+    exit(1);
+  }
+  return f;
+}
+
+static void decide_mode(void) {
+  const char *v = getenv("GCOLL_CUDA");
+  g_emulated = v && strcasecmp(v, "emulate") == 0;
+  if (!g_emulated) return;
+  /* Every symbol now: a library without the emulation fails here, not halfway through. */
+  *(void **)&emu.active = emu_symbol("gcoll_emu_active");
+  *(void **)&emu.device_count = emu_symbol("gcoll_emu_device_count");
+  *(void **)&emu.malloc_ = emu_symbol("gcoll_emu_malloc");
+  *(void **)&emu.free_ = emu_symbol("gcoll_emu_free");
+  *(void **)&emu.memcpy_ = emu_symbol("gcoll_emu_memcpy");
+  *(void **)&emu.memset_ = emu_symbol("gcoll_emu_memset");
+  *(void **)&emu.device_synchronize = emu_symbol("gcoll_emu_device_synchronize");
+  *(void **)&emu.pointer_kind = emu_symbol("gcoll_emu_pointer_kind");
+  *(void **)&emu.error_string = emu_symbol("gcoll_emu_error_string");
+  /* The library reads GCOLL_CUDA itself; if it disagrees, every call would fail with
+   * "inactive" and the tests would report that instead of the cause. */
+  if (!emu.active()) {
+    fprintf(stderr, "gpu_api: GCOLL_CUDA=%s, but libgcoll.so says the emulated GPU is not active\n", v);
+    fflush(stderr);
+    exit(1);
+  }
+}
+
+int gpu_emulated(void) {
+  pthread_once(&g_once, decide_mode);
+  return g_emulated;
+}
+
+const char *gpu_mode_name(void) { return gpu_emulated() ? "emulated GPU (GCOLL_CUDA=emulate)" : "CUDA"; }
+
+const char *gpu_error_string(int err) {
+  return gpu_emulated() ? emu.error_string(err) : cudaGetErrorString((cudaError_t)err);
+}
+
+/* ---- devices -------------------------------------------------------------------------- */
+
+int gpu_device_count(int *n) {
+  if (gpu_emulated()) {
+    *n = emu.device_count();
+    return GCOLL_EMU_OK;
+  }
+  return (int)cudaGetDeviceCount(n);
+}
+
+int gpu_set_device(int dev) {
+  if (gpu_emulated()) return dev >= 0 && dev < emu.device_count() ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID;
+  cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaFree(NULL); /* the primary context, now */
+  return (int)e;
+}
+
+int gpu_get_device(int *dev) {
+  if (gpu_emulated()) {
+    *dev = 0; /* the emulated GPU is one device, current on every thread */
+    return GCOLL_EMU_OK;
+  }
+  return (int)cudaGetDevice(dev);
+}
+
+int gpu_device_name(int dev, char *buf, size_t len) {
+  if (gpu_emulated()) {
+    snprintf(buf, len, "%s", gpu_mode_name());
+    return dev == 0 ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID;
+  }
+  struct cudaDeviceProp p;
+  cudaError_t e = cudaGetDeviceProperties(&p, dev);
+  if (e == cudaSuccess) snprintf(buf, len, "%s", p.name);
+  return (int)e;
+}
+
+static const char *compute_mode_name(int m) {
+  switch (m) {
+    case cudaComputeModeDefault: return "default";
+    case cudaComputeModeProhibited: return "prohibited";
+    case cudaComputeModeExclusiveProcess: return "exclusive-process";
+    default: return "?";
+  }
+}
+
+int gpu_device_describe(int dev, char *buf, size_t len) {
+  if (gpu_emulated()) return gpu_device_name(dev, buf, len);
+  struct cudaDeviceProp p;
+  cudaError_t e = cudaGetDeviceProperties(&p, dev);
+  if (e != cudaSuccess) return (int)e;
+  int mode = -1;
+  cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, dev);
+  snprintf(buf, len, "%s, sm_%d%d, %.1f GiB, compute mode %s", p.name, p.major, p.minor,
+           (double)p.totalGlobalMem / (1024.0 * 1024 * 1024), compute_mode_name(mode));
+  return 0;
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+/* The stream of the pool allocations: non-blocking, so that allocating and freeing
+ * never wait on the legacy stream. Created at the first use; the programs allocate from
+ * one thread. */
+static cudaError_t async_stream(cudaStream_t *s) {
+  static cudaStream_t stream;
+  cudaError_t e = cudaSuccess;
+  if (!stream) e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  *s = stream;
+  return e;
+}
+
+int gpu_malloc(void **p, size_t bytes, enum gpu_mem kind) {
+  if (gpu_emulated()) return emu.malloc_(p, bytes, (int)kind);
+  cudaError_t e = cudaErrorInvalidValue;
+  cudaStream_t s;
+  switch (kind) {
+    case GPU_MEM_DEVICE: e = cudaMalloc(p, bytes); break;
+    case GPU_MEM_ASYNC:
+      e = async_stream(&s);
+      if (e == cudaSuccess) e = cudaMallocAsync(p, bytes, s);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+      break;
+    case GPU_MEM_MANAGED: e = cudaMallocManaged(p, bytes, cudaMemAttachGlobal); break;
+    case GPU_MEM_PINNED: e = cudaMallocHost(p, bytes); break;
+  }
+  return (int)e;
+}
+
+int gpu_free(void *p, enum gpu_mem kind) {
+  if (gpu_emulated()) return emu.free_(p);
+  cudaError_t e = cudaErrorInvalidValue;
+  cudaStream_t s;
+  switch (kind) {
+    case GPU_MEM_DEVICE:
+    case GPU_MEM_MANAGED: e = cudaFree(p); break;
+    case GPU_MEM_ASYNC:
+      e = async_stream(&s);
+      if (e == cudaSuccess) e = cudaFreeAsync(p, s);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+      break;
+    case GPU_MEM_PINNED: e = cudaFreeHost(p); break;
+  }
+  return (int)e;
+}
+
+int gpu_memcpy(void *dst, const void *src, size_t bytes) {
+  if (gpu_emulated()) return emu.memcpy_(dst, src, bytes);
+  return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+}
+
+int gpu_memset(void *p, int value, size_t bytes) {
+  if (gpu_emulated()) return emu.memset_(p, value, bytes);
+  return (int)cudaMemset(p, value, bytes);
+}
+
+int gpu_device_synchronize(void) {
+  if (gpu_emulated()) return emu.device_synchronize();
+  return (int)cudaDeviceSynchronize();
+}
+
+int gpu_device_reset(void) {
+  if (gpu_emulated()) return GCOLL_EMU_OK;
+  return (int)cudaDeviceReset();
+}
+
+int gpu_pointer_device(const void *p, int *device) {
+  *device = -1;
+  if (gpu_emulated()) {
+    const int k = emu.pointer_kind(p);
+    if (k == GCOLL_EMU_MEM_DEVICE || k == GCOLL_EMU_MEM_ASYNC) *device = 0;
+    return GCOLL_EMU_OK;
+  }
+  struct cudaPointerAttributes a;
+  cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e == cudaSuccess && a.type == cudaMemoryTypeDevice) *device = a.device;
+  return (int)e;
+}

@@ -1,0 +1,70 @@
+/* gpu_api: the one door through which gcoll's GPU test programs (gcoll_gpu_mpi_test,
+ * gcoll_gpu_stats, gcoll_gpu_probe) and the OSU-style benchmarks (-d cuda) touch a GPU,
+ * so that the same programs run on
+ *   - a real GPU, through the CUDA runtime (the default), or
+ *   - gcoll's emulated GPU when GCOLL_CUDA=emulate (case-insensitive) is in the
+ *     environment: then no CUDA call is made at all; memory, copies and pointer queries
+ *     go to libgcoll.so's gcoll_emu_* functions (include/gcoll/gcoll_emulate.h), looked
+ *     up with dlsym(RTLD_DEFAULT, ...), since the programs either link libgcoll.so or
+ *     run with it preloaded. A missing symbol ends the program (exit 1) with a message.
+ *
+ * The mode is decided once, at the first call. Every function that can fail returns 0
+ * on success, else an error code of the mode (a cudaError_t, or a GCOLL_EMU_ERR_*):
+ * gpu_error_string() gives its text. C and C++.
+ */
+#ifndef GCOLL_MPI_TESTS_GPU_API_H
+#define GCOLL_MPI_TESTS_GPU_API_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Memory kinds; the values are those of enum gcoll_emu_mem. */
+enum gpu_mem {
+  GPU_MEM_DEVICE = 0,  /* cudaMalloc */
+  GPU_MEM_ASYNC = 1,   /* cudaMallocAsync from the device's default pool (no legacy IPC) */
+  GPU_MEM_MANAGED = 2, /* cudaMallocManaged */
+  GPU_MEM_PINNED = 3   /* cudaMallocHost */
+};
+
+/* 1 on the emulated GPU (GCOLL_CUDA=emulate), 0 with the CUDA runtime. */
+int gpu_emulated(void);
+/* "CUDA" or "emulated GPU (GCOLL_CUDA=emulate)", for messages. */
+const char *gpu_mode_name(void);
+/* Text of an error code of the current mode. */
+const char *gpu_error_string(int err);
+
+int gpu_device_count(int *n);
+/* Makes `dev` this thread's device and creates its context now (cudaSetDevice, then
+ * cudaFree(NULL)), so that the MPI and gcoll, initialized next, find it current. */
+int gpu_set_device(int dev);
+int gpu_get_device(int *dev);
+/* The device's name (the emulated GPU's: gpu_mode_name()). */
+int gpu_device_name(int dev, char *buf, size_t len);
+/* One line about the device: name, compute capability, memory, compute mode. */
+int gpu_device_describe(int dev, char *buf, size_t len);
+
+/* Allocates `bytes` (0: a valid pointer all the same) of kind `kind`; gpu_free frees it
+ * and must be given the same kind. A GPU_MEM_ASYNC allocation is ready (synchronized)
+ * when gpu_malloc returns, and gone when gpu_free returns. */
+int gpu_malloc(void **p, size_t bytes, enum gpu_mem kind);
+int gpu_free(void *p, enum gpu_mem kind);
+/* cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), with its asynchrony (see
+ * gcoll_emulate.h): host memory is readable when a copy to it returns. */
+int gpu_memcpy(void *dst, const void *src, size_t bytes);
+/* cudaMemset: queued on the legacy stream, it may return before the bytes are set. */
+int gpu_memset(void *p, int value, size_t bytes);
+int gpu_device_synchronize(void);
+/* cudaDeviceReset (after MPI_Finalize, as OMB does); nothing on the emulated GPU. */
+int gpu_device_reset(void);
+
+/* *device: the device whose device memory (cudaMalloc or pool) contains p, or -1 when
+ * p is anything else (host, pinned, managed memory). */
+int gpu_pointer_device(const void *p, int *device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GCOLL_MPI_TESTS_GPU_API_H */

@@ -1,0 +1,56 @@
+// The emulated GPU of GCOLL_CUDA=emulate: a TESTING mode that makes CI, which has no GPU,
+// catch the bugs of the device path that used to show only on a real GPU.
+//   - Device memory (DEVICE and ASYNC kinds) is a memfd mapped twice: the address the
+//     caller gets is a PROT_NONE view, so any CPU access (by gcoll or by a
+//     non-CUDA-aware MPI) faults, as it would on a GPU; the emulation's own copies and
+//     reductions go through a private read-write "shadow" view of the same pages.
+//   - IPC handles name the exporter's memfd (/proc/<pid>/fd/<fd>), so peer processes map
+//     the same bytes, as cuIpcOpenMemHandle does; a handle whose allocation was freed
+//     fails to open.
+//   - Streams run their work later, on one worker thread each, after a random delay
+//     (GCOLL_EMU_DELAY): a missing wait gives a wrong result instead of a lucky one.
+//   - Reductions run the host kernels (kernels/host_reduce.h) on the shadow views.
+// runtime.cc / device.cc hand these out as runtime() / driver() under GCOLL_CUDA=emulate;
+// the C API of include/gcoll/gcoll_emulate.h (src/pmpi/emulate_api.cc) is what the test
+// programs allocate and copy with.
+#pragma once
+
+#include <cstddef>
+
+#include "cuda/device.h"
+#include "cuda/runtime.h"
+
+namespace gcoll {
+namespace cuda {
+
+// Process-wide singletons, created on first use and never destroyed (static destructors
+// and atexit handlers, MPI_Finalize among them, may still use them; worker threads of
+// live streams outlive main).
+Driver &emulated_driver();
+Runtime &emulated_runtime();
+
+// The functions behind include/gcoll/gcoll_emulate.h. They work whether or not
+// GCOLL_CUDA=emulate is set (unit tests call them directly); the C wrappers check
+// active() first. Return values are gcoll_emu_error codes, kinds gcoll_emu_mem values.
+namespace emu {
+
+bool active();  // config().cuda_emulate
+int malloc(void **p, std::size_t bytes, int kind);
+// Waits for all queued work of the process first, as cudaFree does.
+int free(void *p);
+// cudaMemcpy on the legacy default stream: returns at once when the destination is
+// device memory (a host source is staged first), after completion when it is host memory.
+int memcpy(void *dst, const void *src, std::size_t bytes);
+// cudaMemset on the legacy default stream: returns at once.
+int memset(void *p, int value, std::size_t bytes);
+// Waits for every stream of the process, the legacy default stream included.
+int device_synchronize();
+// The kind of the allocation that contains p (an IPC mapping counts as DEVICE), or -1.
+int pointer_kind(const void *p);
+// Largest random delay of a queued operation, in microseconds, for operations queued from
+// now on; overrides config().emu_delay_us (-1 restores it).
+void set_delay_for_testing(int max_us);
+
+}  // namespace emu
+}  // namespace cuda
+}  // namespace gcoll

@@ -1,0 +1,84 @@
+// The CUDA runtime as gcoll uses it: streams, events, allocations, copies and the
+// reduction kernel. Everything in gcoll that moves device memory (the staged path,
+// src/pmpi/staged.cc, and the CUDA memory space, src/coll/cuda_space.cc) goes through
+// this interface, never through cudart directly, so that the same code runs on:
+//   - the real GPU (runtime_cuda.cc: the static CUDA runtime and the kernels of
+//     src/kernels/cuda_reduce*.cu), and
+//   - the emulated GPU of GCOLL_CUDA=emulate (emulate.cc, a testing mode): device memory
+//     the CPU cannot touch, IPC between processes, and streams whose work really runs
+//     later, on worker threads, so that a missing wait gives a wrong result in CI.
+// Pointer classification and IPC handles are the Driver's (device.h).
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+#include "kernels/types.h"
+
+namespace gcoll {
+namespace cuda {
+
+// Opaque handles: cudaStream_t / cudaEvent_t on a GPU, the emulation's own objects else.
+using Stream = void *;
+using Event = void *;
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  // "CUDA" or "emulated GPU" (logs, gcoll_info).
+  virtual const char *name() const = 0;
+
+  // The calling thread's current device (-1 when it cannot be had) / makes `dev` current.
+  virtual int current_device() = 0;
+  virtual Status set_device(int dev) = 0;
+
+  // Streams that do not synchronise implicitly with the legacy default stream
+  // (cudaStreamNonBlocking). Work queued on one runs in order, asynchronously.
+  virtual Status stream_create(Stream *s) = 0;
+  virtual void stream_destroy(Stream s) = 0;
+  virtual Status stream_synchronize(Stream s) = 0;
+
+  virtual Status event_create(Event *e) = 0;  // no timing
+  virtual void event_destroy(Event e) = 0;
+  virtual Status event_record(Event e, Stream s) = 0;
+  // *done: everything queued on the stream before the last record has completed.
+  virtual Status event_query(Event e, bool *done) = 0;
+  virtual Status stream_wait_event(Stream s, Event e) = 0;
+  // Work queued on `s` from now on starts only after everything the application has
+  // already queued on the calling thread's default streams (the legacy stream and the
+  // per-thread stream) has completed. cudaMemcpy from pageable host memory to the device
+  // returns before the copy lands and cudaMemset returns at once: an application that
+  // wrote its send buffer that way and calls MPI next expects MPI to see the data.
+  // `scratch` is an event of the caller's, used for the ordering.
+  virtual Status order_after_default_streams(Stream s, Event scratch) = 0;
+
+  // Device memory (cudaMalloc) of the current device, and pinned host memory
+  // (cudaHostAlloc, portable). free_* wait for the device as cudaFree does.
+  virtual Status malloc_device(void **p, std::size_t bytes) = 0;
+  virtual void free_device(void *p) = 0;
+  virtual Status malloc_host(void **p, std::size_t bytes) = 0;
+  virtual void free_host(void *p) = 0;
+
+  // cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s): any pointers the device
+  // can reach (device, IPC-mapped, pinned or pageable host memory).
+  virtual Status memcpy_async(void *dst, const void *src, std::size_t bytes, Stream s) = 0;
+
+  // dst = op(srcs[0], ..., srcs[m-1]) elementwise on the device, queued on `s`; m is at
+  // most max_sources(); dst may be any of the sources itself (the same elements), never
+  // a partial overlap.
+  virtual bool reduce_supported(ROp op, DType t) const = 0;
+  virtual int max_sources() const = 0;
+  virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count,
+                        Stream s) = 0;
+
+  // The text of the last failure of this thread (for messages); clears it.
+  virtual const char *last_error() = 0;
+};
+
+// The process's runtime: the emulation under GCOLL_CUDA=emulate, else the CUDA runtime
+// (built with CUDA), else one whose every call answers NotSupported. Only meaningful
+// where driver().usable().
+Runtime &runtime();
+
+}  // namespace cuda
+}  // namespace gcoll

@@ -1,0 +1,122 @@
+// The Runtime on a real GPU: the static CUDA runtime and the reduction kernels of
+// src/kernels/cuda_reduce*.cu. Every failure is kept as this thread's last error text
+// (the runtime's sticky error is cleared, so the application never finds ours).
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+
+#include "cuda/runtime.h"
+#include "kernels/cuda_reduce.cuh"
+
+namespace gcoll {
+namespace cuda {
+
+Runtime *make_cuda_runtime();
+
+namespace {
+
+thread_local char t_error[160] = "";
+
+Status check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return Status::Ok;
+  std::snprintf(t_error, sizeof t_error, "%s: %s (CUDA error %d)", what, cudaGetErrorString(e),
+                static_cast<int>(e));
+  cudaGetLastError();
+  return e == cudaErrorMemoryAllocation ? Status::ErrNoMem : Status::ErrInternal;
+}
+
+cudaStream_t S(Stream s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t E(Event e) { return static_cast<cudaEvent_t>(e); }
+
+class CudaRuntime final : public Runtime {
+ public:
+  const char *name() const override { return "CUDA"; }
+
+  int current_device() override {
+    int d = -1;
+    if (cudaGetDevice(&d) != cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    return d;
+  }
+  Status set_device(int dev) override { return check(cudaSetDevice(dev), "cudaSetDevice"); }
+
+  Status stream_create(Stream *s) override {
+    cudaStream_t st = nullptr;
+    const Status r = check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    *s = st;
+    return r;
+  }
+  void stream_destroy(Stream s) override {
+    if (s) check(cudaStreamDestroy(S(s)), "cudaStreamDestroy");
+  }
+  Status stream_synchronize(Stream s) override { return check(cudaStreamSynchronize(S(s)), "cudaStreamSynchronize"); }
+
+  Status event_create(Event *e) override {
+    cudaEvent_t ev = nullptr;
+    const Status r = check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    *e = ev;
+    return r;
+  }
+  void event_destroy(Event e) override {
+    if (e) check(cudaEventDestroy(E(e)), "cudaEventDestroy");
+  }
+  Status event_record(Event e, Stream s) override { return check(cudaEventRecord(E(e), S(s)), "cudaEventRecord"); }
+  Status event_query(Event e, bool *done) override {
+    const cudaError_t r = cudaEventQuery(E(e));
+    *done = r == cudaSuccess;
+    if (r == cudaErrorNotReady) {
+      cudaGetLastError();
+      return Status::Ok;
+    }
+    return check(r, "device work of a collective (cudaEventQuery)");
+  }
+  Status stream_wait_event(Stream s, Event e) override {
+    return check(cudaStreamWaitEvent(S(s), E(e), 0), "cudaStreamWaitEvent");
+  }
+  // The legacy stream is the context's (shared with the application's own runtime, which
+  // uses the same primary context); cudaStreamPerThread is the calling thread's.
+  // cudaStreamWaitEvent waits for the record made just before it, so one event serves both.
+  Status order_after_default_streams(Stream s, Event scratch) override {
+    Status r = check(cudaEventRecord(E(scratch), cudaStreamLegacy), "cudaEventRecord (legacy stream)");
+    if (ok(r)) r = stream_wait_event(s, scratch);
+    if (ok(r)) r = check(cudaEventRecord(E(scratch), cudaStreamPerThread), "cudaEventRecord (per-thread stream)");
+    if (ok(r)) r = stream_wait_event(s, scratch);
+    return r;
+  }
+
+  Status malloc_device(void **p, std::size_t bytes) override {
+    *p = nullptr;
+    return check(cudaMalloc(p, bytes), "cudaMalloc");
+  }
+  void free_device(void *p) override {
+    if (p) check(cudaFree(p), "cudaFree");
+  }
+  Status malloc_host(void **p, std::size_t bytes) override {
+    *p = nullptr;
+    return check(cudaHostAlloc(p, bytes, cudaHostAllocPortable), "cudaHostAlloc");
+  }
+  void free_host(void *p) override {
+    if (p) check(cudaFreeHost(p), "cudaFreeHost");
+  }
+
+  Status memcpy_async(void *dst, const void *src, std::size_t bytes, Stream s) override {
+    return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, S(s)), "cudaMemcpyAsync");
+  }
+
+  bool reduce_supported(ROp op, DType t) const override { return cuda_op_supported(op, t); }
+  int max_sources() const override { return kCudaMaxSources; }
+  Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count, Stream s) override {
+    return check(cuda_reduce(t, op, dst, srcs, m, count, S(s)), "reduce kernel");
+  }
+
+  const char *last_error() override { return t_error; }
+};
+
+}  // namespace
+
+Runtime *make_cuda_runtime() { return new CudaRuntime; }
+
+}  // namespace cuda
+}  // namespace gcoll

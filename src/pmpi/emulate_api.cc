@@ -1,0 +1,53 @@
+// include/gcoll/gcoll_emulate.h: the emulated GPU's C API for test programs. It lives in
+// libgcoll.so itself (not in gcoll_cuda) because symbols of the static archives are not
+// exported (-Wl,--exclude-libs,ALL). Every call but the informational ones refuses to
+// work unless GCOLL_CUDA=emulate: a test program must not mix emulated buffers into a
+// process whose gcoll classifies buffers with the real driver.
+#include "gcoll/gcoll_emulate.h"
+
+#include "cuda/emulate.h"
+
+#define GCOLL_EMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace emu = gcoll::cuda::emu;
+
+GCOLL_EMU_EXPORT int gcoll_emu_active(void) { return emu::active() ? 1 : 0; }
+
+GCOLL_EMU_EXPORT int gcoll_emu_device_count(void) { return emu::active() ? 1 : 0; }
+
+GCOLL_EMU_EXPORT int gcoll_emu_malloc(void **p, size_t bytes, int kind) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::malloc(p, bytes, kind);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_free(void *p) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::free(p);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_memcpy(void *dst, const void *src, size_t bytes) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::memcpy(dst, src, bytes);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_memset(void *p, int value, size_t bytes) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::memset(p, value, bytes);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_device_synchronize(void) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::device_synchronize();
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_pointer_kind(const void *p) { return emu::active() ? emu::pointer_kind(p) : -1; }
+
+GCOLL_EMU_EXPORT const char *gcoll_emu_error_string(int code) {
+  switch (code) {
+    case GCOLL_EMU_OK: return "success";
+    case GCOLL_EMU_ERR_INACTIVE: return "the emulated GPU is not active (GCOLL_CUDA is not \"emulate\")";
+    case GCOLL_EMU_ERR_NOMEM: return "out of memory";
+    case GCOLL_EMU_ERR_INVALID: return "invalid argument (pointer, memory kind or size)";
+  }
+  return "unknown gcoll_emu error code";
+}

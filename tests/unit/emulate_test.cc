@@ -1,0 +1,621 @@
+// The emulated GPU (src/cuda/emulate.h): memory kinds and classification, device memory
+// the CPU cannot touch, streams whose work really runs later, IPC between processes,
+// reductions, and process exit with streams still busy.
+//
+// Asynchrony is checked deterministically: with a large delay, kSlowOps operations are
+// queued ahead of the one under test, then the delay is lowered to 0 and the state is
+// read through another stream, whose copy runs at once. The queued work takes 0 to
+// kSlowOps * 20 ms, 240 ms on average; the chance that it is all done within 50 ms is
+// about 1e-14.
+//
+// Tests that need a second process run this binary again (posix_spawn, safe with the
+// worker threads of this one) with a filter naming an EmuChild test and its inputs in
+// the environment; without those, the EmuChild tests skip.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/emulate.h"
+#include "gcoll/gcoll_emulate.h"
+#include "kernels/host_reduce.h"
+
+extern char **environ;
+
+namespace gcoll {
+namespace cuda {
+namespace {
+
+constexpr int kSlowUs = 20000;
+constexpr int kSlowOps = 24;
+constexpr std::size_t kBytes = 4096;
+
+// Small delays by default so that the suite is fast but work still runs later.
+class Emu : public ::testing::Test {
+ protected:
+  void SetUp() override { emu::set_delay_for_testing(50); }
+  void TearDown() override { emu::set_delay_for_testing(-1); }
+};
+
+// ---- helpers -------------------------------------------------------------------------
+
+// Memory from the emulation, freed at scope exit.
+struct Buffer {
+  Buffer(std::size_t bytes, int kind) {
+    rc = emu::malloc(&p, bytes, kind);
+  }
+  ~Buffer() {
+    if (p) emu::free(p);
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  unsigned char *bytes() const { return static_cast<unsigned char *>(p); }
+  void *p = nullptr;
+  int rc;
+};
+
+struct StreamGuard {
+  StreamGuard() { EXPECT_EQ(emulated_runtime().stream_create(&s), Status::Ok); }
+  ~StreamGuard() { emulated_runtime().stream_destroy(s); }
+  Stream s = nullptr;
+};
+
+struct EventGuard {
+  EventGuard() { EXPECT_EQ(emulated_runtime().event_create(&e), Status::Ok); }
+  ~EventGuard() { emulated_runtime().event_destroy(e); }
+  Event e = nullptr;
+};
+
+std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 17 + 1) & 0xff);
+  return v;
+}
+
+bool all_equal(const unsigned char *p, std::size_t n, unsigned char value) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (p[i] != value) return false;
+  return true;
+}
+
+// Queues kSlowOps operations, each with a delay of up to kSlowUs, ahead of what the caller
+// queues next on the same stream. `enqueue_one` queues one (small) operation.
+template <class F>
+void queue_slow_work(F enqueue_one) {
+  emu::set_delay_for_testing(kSlowUs);
+  for (int i = 0; i < kSlowOps; ++i) enqueue_one();
+}
+
+// Copies device memory out through stream s (delay 0: runs at once) and returns it.
+std::vector<unsigned char> peek(const void *dev, std::size_t n, Stream s, void *pinned) {
+  Runtime &rt = emulated_runtime();
+  emu::set_delay_for_testing(0);
+  EXPECT_EQ(rt.memcpy_async(pinned, dev, n, s), Status::Ok);
+  EXPECT_EQ(rt.stream_synchronize(s), Status::Ok);
+  const auto *b = static_cast<const unsigned char *>(pinned);
+  return std::vector<unsigned char>(b, b + n);
+}
+
+std::string to_hex(const IpcHandle &h) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : h.bytes) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+IpcHandle from_hex(const std::string &s) {
+  IpcHandle h{};
+  for (std::size_t i = 0; i < sizeof h.bytes && 2 * i + 1 < s.size(); ++i)
+    h.bytes[i] = static_cast<unsigned char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+  return h;
+}
+
+// Runs this test binary's EmuChild.<test> in a child process with `env` added to the
+// environment. Returns its wait status, or -1 when it ran past timeout_s (then killed).
+int run_child(const std::string &test, const std::vector<std::string> &env, int timeout_s) {
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n < 0) return -2;
+  exe[n] = '\0';
+  std::string filter = "--gtest_filter=EmuChild." + test;
+  std::vector<char *> argv{exe, filter.data(), nullptr};
+  std::vector<std::string> env_storage(env);
+  std::vector<char *> envp;
+  for (char **e = environ; *e; ++e) envp.push_back(*e);
+  for (std::string &e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, exe, nullptr, nullptr, argv.data(), envp.data()) != 0) return -2;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+::testing::AssertionResult exited_ok(int status) {
+  if (status == -1) return ::testing::AssertionFailure() << "the child process hung (killed)";
+  if (status == -2) return ::testing::AssertionFailure() << "cannot start the child process";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return ::testing::AssertionSuccess();
+  if (WIFSIGNALED(status)) return ::testing::AssertionFailure() << "the child died of signal " << WTERMSIG(status);
+  return ::testing::AssertionFailure() << "the child exited with " << WEXITSTATUS(status);
+}
+
+// ---- memory ------------------------------------------------------------------------
+
+TEST_F(Emu, ClassifiesEveryKind) {
+  Driver &d = emulated_driver();
+  EXPECT_TRUE(d.usable());
+  const int kinds[] = {GCOLL_EMU_MEM_DEVICE, GCOLL_EMU_MEM_ASYNC, GCOLL_EMU_MEM_MANAGED, GCOLL_EMU_MEM_PINNED};
+  for (int kind : kinds) {
+    SCOPED_TRACE(kind);
+    Buffer b(100, kind);
+    ASSERT_EQ(b.rc, GCOLL_EMU_OK);
+    EXPECT_EQ(emu::pointer_kind(b.p), kind);
+    EXPECT_EQ(emu::pointer_kind(b.bytes() + 99), kind);
+    PtrInfo info;
+    ASSERT_EQ(d.query(b.bytes() + 40, &info), Status::Ok);
+    const bool device = kind == GCOLL_EMU_MEM_DEVICE || kind == GCOLL_EMU_MEM_ASYNC;
+    EXPECT_EQ(info.device, device);
+    if (device) {
+      EXPECT_EQ(info.ordinal, 0);
+      EXPECT_EQ(info.base, reinterpret_cast<std::uintptr_t>(b.p));
+      EXPECT_EQ(info.size, 100u);
+      EXPECT_NE(info.buffer_id, 0u);
+      EXPECT_EQ(info.ipc_capable, kind == GCOLL_EMU_MEM_DEVICE);
+    } else {
+      // Managed and pinned memory are host memory: the CPU (and so the MPI) may use them.
+      std::memset(b.p, 7, 100);
+      EXPECT_EQ(b.bytes()[99], 7);
+    }
+  }
+  int local = 0;
+  PtrInfo info;
+  EXPECT_EQ(emu::pointer_kind(&local), -1);
+  ASSERT_EQ(d.query(&local, &info), Status::Ok);
+  EXPECT_FALSE(info.device);
+}
+
+TEST_F(Emu, ZeroByteAllocationsAreDistinct) {
+  Buffer a(0, GCOLL_EMU_MEM_DEVICE), b(0, GCOLL_EMU_MEM_DEVICE), c(0, GCOLL_EMU_MEM_PINNED);
+  ASSERT_EQ(a.rc, GCOLL_EMU_OK);
+  ASSERT_EQ(b.rc, GCOLL_EMU_OK);
+  ASSERT_EQ(c.rc, GCOLL_EMU_OK);
+  ASSERT_NE(a.p, nullptr);
+  EXPECT_NE(a.p, b.p);
+  EXPECT_NE(a.p, c.p);
+  EXPECT_EQ(emu::pointer_kind(a.p), GCOLL_EMU_MEM_DEVICE);
+  EXPECT_EQ(emu::pointer_kind(c.p), GCOLL_EMU_MEM_PINNED);
+}
+
+TEST_F(Emu, RejectsBadArguments) {
+  void *p = nullptr;
+  EXPECT_EQ(emu::malloc(&p, 8, 4), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::malloc(&p, 8, -1), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::malloc(nullptr, 8, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::malloc(&p, SIZE_MAX, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_ERR_NOMEM);
+  Buffer b(64, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(b.rc, GCOLL_EMU_OK);
+  int local = 0;
+  EXPECT_EQ(emu::free(b.bytes() + 1), GCOLL_EMU_ERR_INVALID);  // not the start
+  EXPECT_EQ(emu::free(&local), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::free(nullptr), GCOLL_EMU_OK);  // as cudaFree
+  EXPECT_EQ(emu::memset(&local, 0, sizeof local), GCOLL_EMU_ERR_INVALID);  // pageable memory
+  // Bytes past the end of an allocation are a bug, not a copy.
+  std::vector<unsigned char> host(128);
+  EXPECT_EQ(emu::memcpy(b.p, host.data(), 65), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::memcpy(host.data(), b.bytes() + 8, 57), GCOLL_EMU_ERR_INVALID);
+  StreamGuard s;
+  EXPECT_EQ(emulated_runtime().memcpy_async(host.data(), b.bytes() + 64, 1, s.s), Status::ErrArg);
+  EXPECT_EQ(emulated_runtime().memcpy_async(host.data(), b.bytes() + 63, 1, s.s), Status::Ok);
+  EXPECT_EQ(emulated_runtime().stream_synchronize(s.s), Status::Ok);
+  EXPECT_EQ(emulated_runtime().set_device(0), Status::Ok);
+  EXPECT_EQ(emulated_runtime().set_device(1), Status::ErrArg);
+  EXPECT_NE(std::string(emulated_runtime().last_error()), "");
+  EXPECT_EQ(std::string(emulated_runtime().last_error()), "");  // cleared
+}
+
+// The kernel usually hands the freed range back to the next mmap of the same size: the
+// buffer ID is what tells the new allocation from the old one.
+TEST_F(Emu, BufferIdsAreNeverReused) {
+  Driver &d = emulated_driver();
+  std::uint64_t last = 0;
+  for (int i = 0; i < 8; ++i) {
+    void *p = nullptr;
+    ASSERT_EQ(emu::malloc(&p, 1000, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+    PtrInfo info;
+    ASSERT_EQ(d.query(p, &info), Status::Ok);
+    EXPECT_GT(info.buffer_id, last);
+    last = info.buffer_id;
+    ASSERT_EQ(emu::free(p), GCOLL_EMU_OK);
+    EXPECT_EQ(emu::pointer_kind(p), -1);
+  }
+}
+
+TEST_F(Emu, OnlyDeviceAllocationBasesExport) {
+  Driver &d = emulated_driver();
+  Buffer dev(256, GCOLL_EMU_MEM_DEVICE), pool(256, GCOLL_EMU_MEM_ASYNC), pinned(256, GCOLL_EMU_MEM_PINNED);
+  IpcHandle h;
+  EXPECT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(dev.p), &h), Status::Ok);
+  EXPECT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(dev.bytes() + 8), &h), Status::ErrInternal);
+  EXPECT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(pool.p), &h), Status::ErrInternal);
+  EXPECT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(pinned.p), &h), Status::ErrInternal);
+}
+
+TEST_F(Emu, OwnHandleDoesNotOpen) {
+  Driver &d = emulated_driver();
+  Buffer dev(256, GCOLL_EMU_MEM_DEVICE);
+  IpcHandle h;
+  ASSERT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(dev.p), &h), Status::Ok);
+  void *p = reinterpret_cast<void *>(1);
+  EXPECT_EQ(d.ipc_open(h, &p), Status::ErrInternal);  // CUDA IPC is between processes
+  EXPECT_EQ(p, nullptr);
+  EXPECT_NE(d.ipc_close(dev.p), Status::Ok);  // not a mapping
+}
+
+using EmuDeathTest = Emu;
+
+TEST_F(EmuDeathTest, CpuAccessToDeviceMemoryFaults) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (int kind : {GCOLL_EMU_MEM_DEVICE, GCOLL_EMU_MEM_ASYNC}) {
+    Buffer b(64, kind);
+    ASSERT_EQ(b.rc, GCOLL_EMU_OK);
+    auto *v = static_cast<volatile unsigned char *>(b.p);
+    EXPECT_DEATH(v[3] = 1, "");
+    EXPECT_DEATH((void)v[0], "");
+  }
+}
+
+// ---- streams and events ------------------------------------------------------------
+
+// What every stream test needs: a device buffer that holds zeros, pinned source, output
+// and scratch buffers, two streams.
+class EmuStreams : public Emu {
+ protected:
+  void SetUp() override {
+    Emu::SetUp();
+    ASSERT_EQ(dev_.rc, GCOLL_EMU_OK);
+    ASSERT_EQ(src_.rc, GCOLL_EMU_OK);
+    ASSERT_EQ(out_.rc, GCOLL_EMU_OK);
+    ASSERT_EQ(scratch_.rc, GCOLL_EMU_OK);
+    const std::vector<unsigned char> zeros(kBytes, 0);
+    ASSERT_EQ(emu::memcpy(dev_.p, zeros.data(), kBytes), GCOLL_EMU_OK);
+    ASSERT_EQ(emu::device_synchronize(), GCOLL_EMU_OK);
+    const std::vector<unsigned char> pat = pattern(kBytes, 1);
+    std::memcpy(src_.p, pat.data(), kBytes);
+  }
+  // Queues slow filler work on stream s (see the file comment).
+  void slow(Stream s) {
+    queue_slow_work([&] { EXPECT_EQ(rt_.memcpy_async(scratch_.bytes() + 64, scratch_.p, 64, s), Status::Ok); });
+  }
+  bool holds_source(const std::vector<unsigned char> &v) const {
+    return std::memcmp(v.data(), src_.p, kBytes) == 0;
+  }
+  Runtime &rt_ = emulated_runtime();
+  Buffer dev_{kBytes, GCOLL_EMU_MEM_DEVICE};
+  Buffer src_{kBytes, GCOLL_EMU_MEM_PINNED};
+  Buffer out_{kBytes, GCOLL_EMU_MEM_PINNED};
+  Buffer scratch_{128, GCOLL_EMU_MEM_PINNED};
+  StreamGuard a_, b_;
+};
+
+TEST_F(EmuStreams, CopyLandsOnlyAfterItsStreamGetsThere) {
+  EventGuard e;
+  bool done = true;
+  EXPECT_EQ(rt_.event_query(e.e, &done), Status::Ok);
+  EXPECT_TRUE(done);  // never recorded
+  slow(a_.s);
+  ASSERT_EQ(rt_.memcpy_async(dev_.p, src_.p, kBytes, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.event_record(e.e, a_.s), Status::Ok);
+  emu::set_delay_for_testing(0);
+  EXPECT_EQ(rt_.event_query(e.e, &done), Status::Ok);
+  EXPECT_FALSE(done);
+  const std::vector<unsigned char> early = peek(dev_.p, kBytes, b_.s, out_.p);
+  EXPECT_TRUE(all_equal(early.data(), kBytes, 0)) << "the copy landed before its stream got to it";
+  ASSERT_EQ(rt_.stream_synchronize(a_.s), Status::Ok);
+  EXPECT_EQ(rt_.event_query(e.e, &done), Status::Ok);
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(holds_source(peek(dev_.p, kBytes, b_.s, out_.p)));
+}
+
+TEST_F(EmuStreams, WaitEventOrdersStreams) {
+  EventGuard e, never;
+  slow(a_.s);
+  ASSERT_EQ(rt_.memcpy_async(dev_.p, src_.p, kBytes, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.event_record(e.e, a_.s), Status::Ok);
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(rt_.stream_wait_event(b_.s, never.e), Status::Ok);  // never recorded: no wait
+  ASSERT_EQ(rt_.stream_wait_event(b_.s, e.e), Status::Ok);
+  EXPECT_TRUE(holds_source(peek(dev_.p, kBytes, b_.s, out_.p)));
+  bool done = false;
+  EXPECT_EQ(rt_.event_query(e.e, &done), Status::Ok);
+  EXPECT_TRUE(done);
+}
+
+TEST_F(EmuStreams, EventOutlivesItsHandle) {
+  Event e = nullptr;
+  ASSERT_EQ(rt_.event_create(&e), Status::Ok);
+  slow(a_.s);
+  ASSERT_EQ(rt_.event_record(e, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.stream_wait_event(b_.s, e), Status::Ok);
+  rt_.event_destroy(e);  // the queued record and wait still hold its state
+  ASSERT_EQ(rt_.stream_synchronize(b_.s), Status::Ok);
+  ASSERT_EQ(rt_.stream_synchronize(a_.s), Status::Ok);
+}
+
+TEST_F(EmuStreams, MemcpyFromHostReturnsBeforeLanding) {
+  Buffer scratch_dev(128, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(scratch_dev.rc, GCOLL_EMU_OK);
+  queue_slow_work([&] { EXPECT_EQ(emu::memset(scratch_dev.p, 1, 128), GCOLL_EMU_OK); });
+  std::vector<unsigned char> host(static_cast<unsigned char *>(src_.p), src_.bytes() + kBytes);
+  ASSERT_EQ(emu::memcpy(dev_.p, host.data(), kBytes), GCOLL_EMU_OK);
+  std::fill(host.begin(), host.end(), 0xee);  // reused at once: the copy was staged
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0))
+      << "cudaMemcpy from pageable memory landed before the legacy stream got to it";
+  EventGuard scratch;
+  ASSERT_EQ(rt_.order_after_default_streams(b_.s, scratch.e), Status::Ok);
+  EXPECT_TRUE(holds_source(peek(dev_.p, kBytes, b_.s, out_.p)));
+
+  // Into host memory, emu::memcpy returns only when the bytes are there.
+  queue_slow_work([&] { EXPECT_EQ(emu::memset(scratch_dev.p, 1, 128), GCOLL_EMU_OK); });
+  std::vector<unsigned char> back(kBytes, 0);
+  ASSERT_EQ(emu::memcpy(back.data(), dev_.p, kBytes), GCOLL_EMU_OK);
+  EXPECT_TRUE(holds_source(back));
+}
+
+TEST_F(EmuStreams, MemsetAndDeviceSynchronize) {
+  queue_slow_work([&] { EXPECT_EQ(emu::memset(scratch_.p, 1, 128), GCOLL_EMU_OK); });
+  ASSERT_EQ(emu::memset(dev_.bytes() + 16, 0x5a, kBytes - 32), GCOLL_EMU_OK);
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0)) << "memset ran at once, not on the legacy stream";
+  ASSERT_EQ(emu::device_synchronize(), GCOLL_EMU_OK);
+  const std::vector<unsigned char> v = peek(dev_.p, kBytes, b_.s, out_.p);
+  EXPECT_TRUE(all_equal(v.data(), 16, 0));
+  EXPECT_TRUE(all_equal(v.data() + 16, kBytes - 32, 0x5a));
+  EXPECT_TRUE(all_equal(v.data() + kBytes - 16, 16, 0));
+}
+
+TEST_F(EmuStreams, DeviceToDeviceAndSameStreamOrder) {
+  Buffer dev2(kBytes, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(dev2.rc, GCOLL_EMU_OK);
+  emu::set_delay_for_testing(200);
+  // Copies on one stream run in order: the second reads what the first wrote.
+  ASSERT_EQ(rt_.memcpy_async(dev_.p, src_.p, kBytes, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.memcpy_async(dev2.p, dev_.p, kBytes, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.memcpy_async(out_.p, dev2.p, kBytes, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.stream_synchronize(a_.s), Status::Ok);
+  EXPECT_TRUE(holds_source(std::vector<unsigned char>(out_.bytes(), out_.bytes() + kBytes)));
+}
+
+TEST_F(EmuStreams, FreeWaitsForQueuedWork) {
+  void *p = nullptr;
+  ASSERT_EQ(emu::malloc(&p, kBytes, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+  EventGuard e;
+  slow(a_.s);
+  ASSERT_EQ(rt_.memcpy_async(p, src_.p, kBytes, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.event_record(e.e, a_.s), Status::Ok);
+  // Were the copy still queued after the unmap, the worker would write to freed pages.
+  ASSERT_EQ(emu::free(p), GCOLL_EMU_OK);
+  bool done = false;
+  EXPECT_EQ(rt_.event_query(e.e, &done), Status::Ok);
+  EXPECT_TRUE(done);
+}
+
+// ---- reductions ------------------------------------------------------------------------
+
+struct ReduceCase {
+  DType t;
+  ROp op;
+  int m;
+  bool in_place;
+};
+
+// Values that make every op well defined (no NaN, no overflow trap).
+void fill(DType t, unsigned char *p, std::size_t count, unsigned seed) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const int v = static_cast<int>((i * 37 + seed * 101) % 200) - 100;
+    switch (t) {
+      case DType::Float: reinterpret_cast<float *>(p)[i] = static_cast<float>(v) * 0.375f; break;
+      case DType::Double: reinterpret_cast<double *>(p)[i] = static_cast<double>(v) * 0.1; break;
+      case DType::Int32: reinterpret_cast<std::int32_t *>(p)[i] = v * 1000003; break;
+      case DType::Int64: reinterpret_cast<std::int64_t *>(p)[i] = std::int64_t{v} * (std::int64_t{1} << 40); break;
+      case DType::Uint8: p[i] = static_cast<unsigned char>(v); break;
+      default: FAIL() << "no filler for this type";
+    }
+  }
+}
+
+TEST_F(Emu, ReduceEqualsHostReduce) {
+  Runtime &rt = emulated_runtime();
+  StreamGuard s;
+  const ReduceCase cases[] = {
+      {DType::Int32, ROp::Sum, 3, false}, {DType::Double, ROp::Max, 2, true}, {DType::Float, ROp::Sum, 16, false},
+      {DType::Uint8, ROp::Bxor, 4, true}, {DType::Int64, ROp::Min, 1, false}, {DType::Float, ROp::Prod, 5, true},
+  };
+  constexpr std::size_t count = 1001;
+  for (const ReduceCase &c : cases) {
+    SCOPED_TRACE(std::string(rop_name(c.op)) + " on " + dtype_name(c.t) + ", m=" + std::to_string(c.m));
+    const std::size_t bytes = count * dtype_size(c.t);
+    std::vector<std::vector<unsigned char>> host(c.m, std::vector<unsigned char>(bytes));
+    std::vector<const void *> host_ptrs;
+    std::vector<std::unique_ptr<Buffer>> dev;
+    std::vector<const void *> dev_ptrs;
+    for (int i = 0; i < c.m; ++i) {
+      fill(c.t, host[i].data(), count, static_cast<unsigned>(i));
+      host_ptrs.push_back(host[i].data());
+      dev.push_back(std::make_unique<Buffer>(bytes, GCOLL_EMU_MEM_DEVICE));
+      ASSERT_EQ(dev.back()->rc, GCOLL_EMU_OK);
+      ASSERT_EQ(rt.memcpy_async(dev.back()->p, host[i].data(), bytes, s.s), Status::Ok);
+      dev_ptrs.push_back(dev.back()->p);
+    }
+    Buffer dst(bytes, GCOLL_EMU_MEM_DEVICE), out(bytes, GCOLL_EMU_MEM_PINNED);
+    void *d = c.in_place ? dev[0]->p : dst.p;
+    ASSERT_TRUE(rt.reduce_supported(c.op, c.t));
+    ASSERT_EQ(rt.reduce(c.t, c.op, d, dev_ptrs.data(), c.m, count, s.s), Status::Ok);
+    ASSERT_EQ(rt.memcpy_async(out.p, d, bytes, s.s), Status::Ok);
+    ASSERT_EQ(rt.stream_synchronize(s.s), Status::Ok);
+    std::vector<unsigned char> expected(bytes);
+    ASSERT_TRUE(host_reduce(c.t, c.op, expected.data(), host_ptrs.data(), c.m, count));
+    EXPECT_EQ(std::memcmp(out.p, expected.data(), bytes), 0);
+  }
+}
+
+TEST_F(Emu, ReduceRejectsWhatItCannotDo) {
+  Runtime &rt = emulated_runtime();
+  StreamGuard s;
+  Buffer a(64, GCOLL_EMU_MEM_DEVICE), b(64, GCOLL_EMU_MEM_DEVICE);
+  const void *srcs[17] = {};
+  for (const void *&p : srcs) p = a.p;
+  EXPECT_EQ(rt.max_sources(), 16);
+  EXPECT_FALSE(rt.reduce_supported(ROp::Band, DType::Float));
+  EXPECT_EQ(rt.reduce(DType::Float, ROp::Band, b.p, srcs, 2, 16, s.s), Status::NotSupported);
+  EXPECT_EQ(rt.reduce(DType::Float, ROp::Sum, b.p, srcs, 0, 16, s.s), Status::ErrArg);
+  EXPECT_EQ(rt.reduce(DType::Float, ROp::Sum, b.p, srcs, 17, 16, s.s), Status::ErrArg);
+  EXPECT_EQ(rt.reduce(DType::Float, ROp::Sum, b.p, srcs, 2, 17, s.s), Status::ErrArg);  // 68 bytes > 64
+  EXPECT_EQ(rt.reduce(DType::Float, ROp::Sum, b.p, srcs, 16, 16, s.s), Status::Ok);
+  EXPECT_EQ(rt.stream_synchronize(s.s), Status::Ok);
+}
+
+// ---- IPC between processes ------------------------------------------------------------
+
+TEST_F(Emu, PeerProcessWritesThroughHandle) {
+  Driver &d = emulated_driver();
+  Buffer dev(kBytes, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(dev.rc, GCOLL_EMU_OK);
+  const std::vector<unsigned char> before = pattern(kBytes, 2), after = pattern(kBytes, 3);
+  ASSERT_EQ(emu::memcpy(dev.p, before.data(), kBytes), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::device_synchronize(), GCOLL_EMU_OK);
+  IpcHandle h;
+  ASSERT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(dev.p), &h), Status::Ok);
+  ASSERT_TRUE(exited_ok(run_child("IpcPeer", {"EMU_TEST_IPC_HANDLE=" + to_hex(h),
+                                              "EMU_TEST_IPC_BYTES=" + std::to_string(kBytes)},
+                                  60)));
+  std::vector<unsigned char> now(kBytes);
+  ASSERT_EQ(emu::memcpy(now.data(), dev.p, kBytes), GCOLL_EMU_OK);
+  EXPECT_EQ(now, after) << "the peer's writes did not reach this process's allocation";
+}
+
+TEST_F(Emu, StaleHandleDoesNotOpen) {
+  Driver &d = emulated_driver();
+  IpcHandle stale, fresh;
+  void *p = nullptr;
+  ASSERT_EQ(emu::malloc(&p, kBytes, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+  ASSERT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(p), &stale), Status::Ok);
+  ASSERT_EQ(emu::free(p), GCOLL_EMU_OK);
+  // The next allocation most likely gets the freed memfd's descriptor number: the peer
+  // must tell the two apart by more than /proc/<pid>/fd/<n>.
+  Buffer dev(kBytes, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(dev.rc, GCOLL_EMU_OK);
+  ASSERT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(dev.p), &fresh), Status::Ok);
+  const std::vector<unsigned char> before = pattern(kBytes, 2);
+  ASSERT_EQ(emu::memcpy(dev.p, before.data(), kBytes), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::device_synchronize(), GCOLL_EMU_OK);
+  ASSERT_TRUE(exited_ok(run_child("IpcPeer", {"EMU_TEST_IPC_STALE=" + to_hex(stale),
+                                              "EMU_TEST_IPC_HANDLE=" + to_hex(fresh),
+                                              "EMU_TEST_IPC_BYTES=" + std::to_string(kBytes)},
+                                  60)));
+}
+
+// ---- process exit ------------------------------------------------------------------------
+
+TEST_F(Emu, ExitWithBusyStreamsDoesNotHang) {
+  // The child leaves about 10 s of queued work behind; exit must not wait for it.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(exited_ok(run_child("ExitWithBusyStreams", {"EMU_TEST_EXIT=1"}, 30)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+}
+
+// ---- the child processes' halves ------------------------------------------------------
+
+// Maps the parent's allocation, checks what it holds, writes pattern 3 into it. With
+// EMU_TEST_IPC_STALE, first checks that the handle of a freed allocation fails to open.
+TEST(EmuChild, IpcPeer) {
+  const char *handle = std::getenv("EMU_TEST_IPC_HANDLE");
+  if (!handle) GTEST_SKIP() << "run by Emu.PeerProcessWritesThroughHandle / Emu.StaleHandleDoesNotOpen";
+  emu::set_delay_for_testing(100);
+  Driver &d = emulated_driver();
+  Runtime &rt = emulated_runtime();
+  const std::size_t n = std::stoul(std::getenv("EMU_TEST_IPC_BYTES"));
+  void *p = nullptr;
+  if (const char *stale = std::getenv("EMU_TEST_IPC_STALE")) {
+    EXPECT_EQ(d.ipc_open(from_hex(stale), &p), Status::ErrInternal);
+    EXPECT_EQ(p, nullptr);
+  }
+  const IpcHandle h = from_hex(handle);
+  ASSERT_EQ(d.ipc_open(h, &p), Status::Ok);
+  void *again = nullptr;
+  ASSERT_EQ(d.ipc_open(h, &again), Status::Ok);
+  EXPECT_EQ(again, p);  // one mapping, counted
+  PtrInfo info;
+  ASSERT_EQ(d.query(static_cast<unsigned char *>(p) + 10, &info), Status::Ok);
+  EXPECT_TRUE(info.device);
+  EXPECT_EQ(info.base, reinterpret_cast<std::uintptr_t>(p));
+  EXPECT_EQ(info.size, n);
+  EXPECT_FALSE(info.ipc_capable);
+
+  StreamGuard s;
+  Buffer pinned(n, GCOLL_EMU_MEM_PINNED);
+  ASSERT_EQ(rt.memcpy_async(pinned.p, p, n, s.s), Status::Ok);
+  ASSERT_EQ(rt.stream_synchronize(s.s), Status::Ok);
+  EXPECT_EQ(std::vector<unsigned char>(pinned.bytes(), pinned.bytes() + n), pattern(n, 2));
+  const std::vector<unsigned char> after = pattern(n, 3);
+  std::memcpy(pinned.p, after.data(), n);
+  ASSERT_EQ(rt.memcpy_async(p, pinned.p, n, s.s), Status::Ok);
+  ASSERT_EQ(rt.stream_synchronize(s.s), Status::Ok);
+
+  EXPECT_EQ(d.ipc_close(p), Status::Ok);
+  EXPECT_EQ(emu::pointer_kind(p), GCOLL_EMU_MEM_DEVICE);  // still mapped: one reference left
+  EXPECT_EQ(d.ipc_close(p), Status::Ok);
+  EXPECT_EQ(emu::pointer_kind(p), -1);
+  EXPECT_NE(d.ipc_close(p), Status::Ok);
+}
+
+// Leaves streams with plenty of queued work (one blocked on an event of another) and
+// returns: static destruction and exit run while the workers sleep, wait or copy.
+TEST(EmuChild, ExitWithBusyStreams) {
+  if (!std::getenv("EMU_TEST_EXIT")) GTEST_SKIP() << "run by Emu.ExitWithBusyStreams";
+  Runtime &rt = emulated_runtime();
+  Stream a = nullptr, b = nullptr;
+  Event e = nullptr;
+  ASSERT_EQ(rt.stream_create(&a), Status::Ok);
+  ASSERT_EQ(rt.stream_create(&b), Status::Ok);
+  ASSERT_EQ(rt.event_create(&e), Status::Ok);
+  // Each stream writes its own buffer: the streams are not ordered with each other.
+  void *dev = nullptr, *dev2 = nullptr, *pinned = nullptr, *out = nullptr;
+  ASSERT_EQ(emu::malloc(&dev, kBytes, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::malloc(&dev2, kBytes, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::malloc(&pinned, kBytes, GCOLL_EMU_MEM_PINNED), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::malloc(&out, kBytes, GCOLL_EMU_MEM_PINNED), GCOLL_EMU_OK);
+  emu::set_delay_for_testing(200000);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(rt.memcpy_async(dev, pinned, kBytes, a), Status::Ok);
+  ASSERT_EQ(rt.event_record(e, a), Status::Ok);
+  ASSERT_EQ(rt.stream_wait_event(b, e), Status::Ok);
+  ASSERT_EQ(rt.memcpy_async(out, dev, kBytes, b), Status::Ok);
+  rt.event_destroy(e);  // the queued record and wait keep its state
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(emu::memset(dev2, i, kBytes), GCOLL_EMU_OK);
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace gcoll
