@@ -163,7 +163,16 @@ class CudaSpace final : public MemSpace {
     return cuda_status(rt().memcpy_async(dst, src, bytes, stream_), "copy (device copy)");
   }
 
-  void begin_call() override { open_cache_.begin_call(); }
+  // The application may have written its buffers with work still in flight on its
+  // default stream (cudaMemcpy from pageable memory returns before the data lands;
+  // cudaMemset returns at once): everything of this call on my stream waits for it, and
+  // so do my peers, which read my buffers only after my next sync(), which drains my
+  // stream first. A failure is reported by that sync (every rank still takes part).
+  void begin_call() override {
+    open_cache_.begin_call();
+    DeviceScope d(opt_.device);
+    pending_ = cuda_status(rt().order_after_default_streams(stream_, order_), "ordering after the application's work");
+  }
 
   Status finish() override { return sync(); }
 

@@ -174,7 +174,11 @@ class Stager {
     if (s.bytes && !h) return fail("out of pinned host memory");
     if (h) held_.push_back(h);
     if (copy_in && s.bytes) {
-      if (!ok(rt().memcpy_async(h, static_cast<const char *>(dev) + s.lo, s.bytes, stream_)) ||
+      // The application may have written the buffer with work still in flight on its
+      // default stream (cudaMemcpy from pageable memory returns before the data lands):
+      // the copy waits for it.
+      if (!ok(rt().order_after_default_streams(stream_, order_)) ||
+          !ok(rt().memcpy_async(h, static_cast<const char *>(dev) + s.lo, s.bytes, stream_)) ||
           !ok(rt().stream_synchronize(stream_)))
         return fail("copy of a device buffer to host memory failed");
     }
@@ -183,7 +187,10 @@ class Stager {
 
   bool copy_out(void *dev, const void *host, const Span &s) {
     if (!s.bytes) return true;
-    if (!ok(rt().memcpy_async(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
+    // Ordered after the application's default-stream work too: a write of ours must not
+    // be overtaken by an older write of the application to the same buffer.
+    if (!ok(rt().order_after_default_streams(stream_, order_)) ||
+        !ok(rt().memcpy_async(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
                               stream_)) ||
         !ok(rt().stream_synchronize(stream_))) {
       fail("copy of the result back to device memory failed");
