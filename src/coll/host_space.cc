@@ -122,9 +122,9 @@ std::atomic<unsigned> g_segment_counter{0};
 }  // namespace
 
 Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::unique_ptr<MemSpace> *out) {
-  int lr, n;
-  PMPI_Comm_rank(node_comm, &lr);
-  PMPI_Comm_size(node_comm, &n);
+  int lr = 0, n = 0;
+  if (PMPI_Comm_rank(node_comm, &lr) != MPI_SUCCESS || PMPI_Comm_size(node_comm, &n) != MPI_SUCCESS)
+    return Status::ErrComm;
   const std::size_t bytes = n * sizeof(Control) + static_cast<std::size_t>(n) * 2 * opt.bank_bytes;
 
   // Local rank 0 creates the segment; everyone learns its name (empty name: failure).
@@ -143,7 +143,10 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
       close(fd);
     }
   }
-  PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node_comm);
+  if (PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node_comm) != MPI_SUCCESS) {
+    if (lr == 0 && name[0]) shm_unlink(name);
+    return Status::ErrComm;
+  }
   if (name[0] == '\0') return Status::ErrNoMem;
 
   void *base = MAP_FAILED;
@@ -159,9 +162,9 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
     c->pid = getpid();
   }
   // Everyone mapped (or failed): unlink now, so a killed job leaves nothing behind.
-  PMPI_Allreduce(&mapped, &all_mapped, 1, MPI_INT, MPI_MIN, node_comm);
+  const int rc = PMPI_Allreduce(&mapped, &all_mapped, 1, MPI_INT, MPI_MIN, node_comm);
   if (lr == 0) shm_unlink(name);
-  if (!all_mapped) {
+  if (rc != MPI_SUCCESS || !all_mapped) {
     if (mapped) munmap(base, bytes);
     GCOLL_WARN("could not map the node's shared memory segment %s", name);
     return Status::ErrNoMem;

@@ -88,8 +88,8 @@ struct Buffers {
 // `mpi` runs the PMPI_* call, `staged` the staged path (given which buffers are device
 // memory); `bytes` gives the result size after success.
 template <class Prepare, class Mpi, class Staged, class Bytes>
-int run(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi, Staged &&staged,
-        Bytes &&bytes) {
+int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi,
+             Staged &&staged, Bytes &&bytes) {
   Stats &stats = process_stats();
   if (comm == MPI_COMM_NULL) {  // Open MPI 4.1.4 segfaults on this in MPI_Allgather
     stats.record(coll, Path::Error, 0);
@@ -165,6 +165,17 @@ int run(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prep
   stats.record(coll, path, b);
   GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(path));
   return rc;
+}
+
+// dispatch() behind the exception boundary (errors.h): a C++ exception from gcoll's own
+// code becomes MPI_ERR_NO_MEM / MPI_ERR_INTERN through the error handler, counted as an
+// error, and never reaches the application.
+template <class Prepare, class Mpi, class Staged, class Bytes>
+int run(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi, Staged &&staged,
+        Bytes &&bytes) {
+  return guarded(
+      comm, func, [&] { return dispatch(coll, func, comm, bufs, prepare, mpi, staged, bytes); },
+      [&] { process_stats().record(coll, Path::Error, 0); });
 }
 
 bool valid_buffer(const void *p, int count) { return count == 0 || (p != nullptr && p != MPI_IN_PLACE); }
@@ -261,7 +272,7 @@ int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
 }
 
 int finalize() {
-  before_finalize();
+  no_throw("MPI_Finalize (stats)", [] { before_finalize(); });
   return PMPI_Finalize();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "pmpi/errors.h"
 
 namespace gcoll {
 
@@ -22,13 +23,16 @@ void unregister(CommState *s) {
   g_registry.erase(std::remove(g_registry.begin(), g_registry.end(), s), g_registry.end());
 }
 
+// Called by MPI (MPI_Comm_free, MPI_Finalize): nothing may be thrown into it.
 int delete_state(MPI_Comm, int, void *attr, void *) {
   auto *s = static_cast<CommState *>(attr);
   GCOLL_TRACE("release state of communicator #%llu", static_cast<unsigned long long>(s->id));
-  unregister(s);
-  detail::g_generation.fetch_add(1, std::memory_order_acq_rel);
-  delete s;
-  return MPI_SUCCESS;
+  const bool done = no_throw("releasing a communicator's state", [s] {
+    unregister(s);
+    detail::g_generation.fetch_add(1, std::memory_order_acq_rel);
+    delete s;
+  });
+  return done ? MPI_SUCCESS : MPI_ERR_INTERN;
 }
 
 Status keyval(int *out) {

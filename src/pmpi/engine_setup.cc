@@ -1,6 +1,7 @@
 #include "pmpi/engine_setup.h"
 
 #include <functional>
+#include <new>
 #include <mutex>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "base/log.h"
 #include "coll/cuda_space.h"
 #include "coll/host_space.h"
+#include "pmpi/errors.h"
 #include "ucx/transport.h"
 
 namespace gcoll {
@@ -36,7 +38,7 @@ long long schedule_fingerprint() {
   return static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffffffULL);
 }
 
-Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
+Status build_engine(MPI_Comm comm, std::unique_ptr<Engine> *out) {
   auto e = std::make_unique<Engine>();
   const Config &c = config();
   Status st = build_topology(comm, c.ranks_per_node, &e->topo);
@@ -62,6 +64,25 @@ Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
   return Status::Ok;
 }
 
+// Local allocations of a collective setup fail here, as a status, so that the rank still
+// takes part in the agreement that follows (an exception would leave its peers waiting).
+template <class F>
+Status without_exceptions(const char *what, F &&f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc &) {
+    GCOLL_WARN("%s: out of memory", what);
+    return Status::ErrNoMem;
+  } catch (...) {
+    log_exception(what);
+    return Status::ErrInternal;
+  }
+}
+
+Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
+  return without_exceptions("engine setup", [&] { return build_engine(comm, out); });
+}
+
 }  // namespace
 
 Status engine_for(CommState *cs, Engine **out) {
@@ -78,7 +99,7 @@ Status engine_for(CommState *cs, Engine **out) {
   }
   // Agree on the settings first: a mismatch would make ranks run different schedules.
   long long fp[2] = {schedule_fingerprint(), -schedule_fingerprint()};
-  PMPI_Allreduce(MPI_IN_PLACE, fp, 2, MPI_LONG_LONG, MPI_MAX, cs->comm);
+  if (PMPI_Allreduce(MPI_IN_PLACE, fp, 2, MPI_LONG_LONG, MPI_MAX, cs->comm) != MPI_SUCCESS) return Status::ErrComm;
   if (fp[0] != -fp[1]) {
     GCOLL_WARN("GCOLL_* engine settings differ between the ranks of a communicator; it uses the MPI's collectives");
     cs->engine_state = CommState::EngineState::Unavailable;
@@ -87,7 +108,7 @@ Status engine_for(CommState *cs, Engine **out) {
   std::unique_ptr<Engine> e;
   const Status st = build(cs->comm, &e);
   int good = ok(st) ? 1 : 0;
-  PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, cs->comm);
+  if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, cs->comm) != MPI_SUCCESS) return Status::ErrComm;
   if (!good) {
     if (!ok(st)) GCOLL_WARN("engine setup failed (%s); this communicator uses the MPI's collectives", status_name(st));
     cs->engine_state = CommState::EngineState::Unavailable;
@@ -119,9 +140,10 @@ Status select_space(CommState *cs, Engine *e, MemKind mem, int device) {
       o.bank_bytes = c.device_chunk_size;
       o.timeout_s = c.timeout_s;
       o.ipc_cache_bytes = c.ipc_cache_size;
-      st = create_cuda_space(e->topo.node_comm, o, &e->device_space);
+      st = without_exceptions("device engine setup",
+                              [&] { return create_cuda_space(e->topo.node_comm, o, &e->device_space); });
       int good = ok(st) ? 1 : 0;
-      PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, cs->comm);
+      if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, cs->comm) != MPI_SUCCESS) return Status::ErrComm;
       if (!good) {
         if (!ok(st) && st != Status::NotSupported)
           GCOLL_WARN("device engine setup failed (%s); device buffers on this communicator are staged",

@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <new>
+
 #include "base/status.h"
 
 namespace gcoll {
@@ -16,5 +18,44 @@ int mpi_error_class(Status s);
 // MPI_COMM_WORLD when comm is MPI_COMM_NULL, as Open MPI does). Returns the error class,
 // which the wrapper returns to the application when the handler returns.
 int raise_error(MPI_Comm comm, Status s, const char *func, const char *detail);
+
+// The boundary between the application and gcoll: runs `body` (which returns an MPI
+// return code). No C++ exception gets past it: std::bad_alloc becomes MPI_ERR_NO_MEM and
+// anything else MPI_ERR_INTERN, raised through the error handler of `comm` like every
+// other error. The handler runs outside the catch block, so an application handler
+// that throws its own exception (C++ MPI bindings) propagates it as MPI would.
+// Collective setup steps catch their own allocation failures before they agree with
+// the other ranks (engine_setup.cc): this is the last resort, for the rest.
+template <class Body, class OnException>
+int guarded(MPI_Comm comm, const char *func, Body &&body, OnException &&on_exception) {
+  Status failed = Status::Ok;
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    failed = Status::ErrNoMem;
+  } catch (...) {
+    failed = Status::ErrInternal;
+  }
+  on_exception();  // e.g. count the call as an error
+  return raise_error(comm, failed, func,
+                     failed == Status::ErrNoMem ? "out of memory inside gcoll" : "unexpected internal error in gcoll");
+}
+
+// Logs "<what>: unexpected C++ exception (<its what()>)" as a warning, never throwing.
+void log_exception(const char *what) noexcept;
+
+// Runs `body` and reports whether it completed: false after any exception (logged with
+// `what`). For code that MPI itself calls (attribute delete callbacks, the finalize hook),
+// where nothing may be thrown into the MPI library.
+template <class Body>
+bool no_throw(const char *what, Body &&body) noexcept {
+  try {
+    body();
+    return true;
+  } catch (...) {
+    log_exception(what);
+    return false;
+  }
+}
 
 }  // namespace gcoll

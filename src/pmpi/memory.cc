@@ -46,7 +46,13 @@ int bits_of(const LocalMemory &lm) {
 void agree_once(CommState *cs) {
   const Config &c = config();
   int v[3] = {cuda::usable() ? 1 : 0, c.uniform_memory ? 0 : 1, c.device_engine ? 0 : 1};
-  PMPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, cs->comm);
+  if (PMPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, cs->comm) != MPI_SUCCESS) {
+    // The communicator cannot carry a collective: the call's own PMPI_* call will say
+    // why. Assume the worst (a GPU somewhere), so that every later call agrees per call.
+    v[0] = 1;
+    v[1] = 1;
+    v[2] = 1;
+  }
   cs->gpu = v[0];
   cs->uniform_memory = v[1] == 0;
   cs->device_engine = v[2] == 0;

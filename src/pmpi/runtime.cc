@@ -13,6 +13,7 @@
 #include "base/stats.h"
 #include "coll/engine.h"
 #include "pmpi/comm_state.h"
+#include "pmpi/errors.h"
 #include "pmpi/staged.h"
 #include "ucx/transport.h"
 
@@ -37,13 +38,16 @@ bool mpi_usable() {
 
 // Runs first inside MPI_Finalize (MPI deletes MPI_COMM_SELF's attributes before anything
 // else), while MPI still works: release everything gcoll holds.
+// MPI calls it: nothing may be thrown into it.
 int teardown(MPI_Comm, int, void *, void *) {
   GCOLL_INFO("teardown in MPI_Finalize");
-  release_all_comm_states();
-  release_staging();
-  ucx::finalize();
+  const bool done = no_throw("teardown in MPI_Finalize", [] {
+    release_all_comm_states();
+    release_staging();
+    ucx::finalize();
+  });
   detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);
-  return MPI_SUCCESS;
+  return done ? MPI_SUCCESS : MPI_ERR_INTERN;
 }
 
 void apply_logging(const ParsedConfig &pc) {
