@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -28,8 +29,22 @@ struct Job {
   cudaStream_t stream;
 };
 
-// Family launchers, one .cu file each; cuda_reduce.cu has already checked the op, m,
-// and count > 0 with m >= 2.
+// The list's CUDA unit column: which .cu file instantiates a type's kernels.
+enum class CudaUnit { None, Integer, Floating, Pair };
+
+constexpr CudaUnit cuda_unit(DType t) {
+  switch (t) {
+#define GCOLL_X(dtype, name, ops, unit, ...) \
+  case DType::dtype: return CudaUnit::unit;
+    GCOLL_DTYPES(GCOLL_X)
+#undef GCOLL_X
+    case DType::kCount: break;
+  }
+  return CudaUnit::None;
+}
+
+// Unit launchers, one .cu file each (reduce_unit below, with the file's unit);
+// cuda_reduce.cu has already checked the op, m, and count > 0 with m >= 2.
 cudaError_t reduce_integer(DType t, ROp op, const Job &j);   // Int*, Uint*, Bool
 cudaError_t reduce_floating(DType t, ROp op, const Job &j);  // floats, 16-bit, complex
 cudaError_t reduce_pair(DType t, ROp op, const Job &j);      // MINLOC / MAXLOC pairs
@@ -133,6 +148,68 @@ cudaError_t launch_reduce(const Job &j) {
   reduce_kernel<T, Op><<<grid_for(work), kThreads, 0, j.stream>>>(static_cast<T *>(j.dst), src,
                                                                   j.m, sp, j.count);
   return cudaGetLastError();
+}
+
+// The device's element type for the list's host type: CUDA's own 16-bit floats (the same
+// bits, converted by the device's instructions) for the host's storage types.
+template <class T>
+struct OnDevice {
+  using type = T;
+};
+template <>
+struct OnDevice<HalfBits> {
+  using type = __half;
+};
+template <>
+struct OnDevice<BF16Bits> {
+  using type = __nv_bfloat16;
+};
+
+// nvcc silently computes long double as double on the device: the list gives such types
+// CUDA unit None.
+template <class T>
+constexpr bool kHasLongDouble = std::is_same_v<T, long double>;
+template <class V, class I>
+constexpr bool kHasLongDouble<Pair<V, I>> = kHasLongDouble<V> || kHasLongDouble<I>;
+
+// The kernels of device element type T: one per op of the type's op set kOps.
+template <class T, OpSet kOps>
+cudaError_t reduce_ops(ROp op, const Job &j) {
+  switch (op) {
+#define GCOLL_X(rop, ...)                                                             \
+  case ROp::rop:                                                                     \
+    if constexpr ((kOps & op_bit(ROp::rop)) != 0) return launch_reduce<T, rop<T>>(j); \
+    break;
+    GCOLL_ROPS(GCOLL_X)
+#undef GCOLL_X
+    case ROp::kCount: break;
+  }
+  return cudaErrorNotSupported;
+}
+
+// A list entry's kernels when its unit is kUnit, nothing otherwise (a template, so that
+// the other units' types are never instantiated in this file).
+template <CudaUnit kUnit, CudaUnit kTypeUnit, class HostT, OpSet kOps>
+cudaError_t reduce_if_unit(ROp op, const Job &j) {
+  if constexpr (kUnit == kTypeUnit) {
+    static_assert(!kHasLongDouble<HostT>, "no long double on the device: give it CUDA unit None");
+    return reduce_ops<typename OnDevice<HostT>::type, kOps>(op, j);
+  } else {
+    return cudaErrorNotSupported;
+  }
+}
+
+// The launcher of the .cu file of unit kUnit: the kernels of the list's types of that unit.
+template <CudaUnit kUnit>
+cudaError_t reduce_unit(DType t, ROp op, const Job &j) {
+  switch (t) {
+#define GCOLL_X(dtype, name, ops, unit, mpi, ...) \
+  case DType::dtype: return reduce_if_unit<kUnit, CudaUnit::unit, __VA_ARGS__, ops>(op, j);
+    GCOLL_DTYPES(GCOLL_X)
+#undef GCOLL_X
+    case DType::kCount: break;
+  }
+  return cudaErrorNotSupported;
 }
 
 }  // namespace gpu

@@ -1,4 +1,4 @@
-// cuda_reduce's checks and dispatch to the family files; the copy kernel.
+// cuda_reduce's checks and dispatch to the unit files; the copy kernel.
 #include "kernels/cuda_kernels.cuh"
 
 namespace gcoll {
@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace gpu
 
 bool cuda_op_supported(ROp op, DType t) {
-  return t != DType::LongDouble && t != DType::LongDoubleInt && op_supported(op, t);
+  return gpu::cuda_unit(t) != gpu::CudaUnit::None && op_supported(op, t);
 }
 
 cudaError_t cuda_copy(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
@@ -46,20 +46,13 @@ cudaError_t cuda_reduce(DType t, ROp op, void *dst, const void *const *srcs, int
   if (count == 0) return cudaSuccess;
   if (m == 1) return cuda_copy(dst, srcs[0], count * dtype_size(t), stream);
   const gpu::Job j{dst, srcs, m, count, stream};
-  switch (t) {
-    case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64:
-    case DType::Uint8: case DType::Uint16: case DType::Uint32: case DType::Uint64:
-    case DType::Bool:
-      return gpu::reduce_integer(t, op, j);
-    case DType::Float: case DType::Double: case DType::Half: case DType::BFloat16:
-    case DType::CFloatComplex: case DType::CDoubleComplex:
-      return gpu::reduce_floating(t, op, j);
-    case DType::FloatInt: case DType::DoubleInt: case DType::LongInt: case DType::IntInt:
-    case DType::ShortInt: case DType::FloatFloat: case DType::DoubleDouble:
-      return gpu::reduce_pair(t, op, j);
-    default:
-      return cudaErrorNotSupported;
+  switch (gpu::cuda_unit(t)) {
+    case gpu::CudaUnit::Integer: return gpu::reduce_integer(t, op, j);
+    case gpu::CudaUnit::Floating: return gpu::reduce_floating(t, op, j);
+    case gpu::CudaUnit::Pair: return gpu::reduce_pair(t, op, j);
+    case gpu::CudaUnit::None: break;
   }
+  return cudaErrorNotSupported;
 }
 
 }  // namespace gcoll

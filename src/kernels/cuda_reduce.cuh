@@ -13,8 +13,8 @@ namespace gcoll {
 // The most sources one cuda_reduce call takes (they travel by value as kernel params).
 constexpr int kCudaMaxSources = 16;
 
-// op_supported(op, t) minus the long double types (LongDouble, LongDoubleInt): the
-// device has no long double.
+// op_supported(op, t) for the types the list gives a CUDA unit: all but the long double
+// types (LongDouble, LongDoubleInt), as the device has no long double.
 bool cuda_op_supported(ROp op, DType t);
 
 // Enqueues on `stream` dst[i] = op(...op(srcs[0][i], srcs[1][i])..., srcs[m-1][i]) for

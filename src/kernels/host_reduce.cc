@@ -109,62 +109,20 @@ bool run(const Job &j) {
   return true;
 }
 
-// The op sets of the MPI type classes (see op_supported); each instantiates only the
-// ops defined for its types.
-template <class T>
-bool integer_ops(ROp op, const Job &j) {
+// The kernels of element type T: one per op of the type's op set kOps; the other ops
+// are never instantiated.
+template <class T, OpSet kOps>
+bool reduce_ops(ROp op, const Job &j) {
   switch (op) {
-    case ROp::Sum: return run<T, Sum<T>>(j);
-    case ROp::Prod: return run<T, Prod<T>>(j);
-    case ROp::Max: return run<T, Max<T>>(j);
-    case ROp::Min: return run<T, Min<T>>(j);
-    case ROp::Land: return run<T, Land<T>>(j);
-    case ROp::Lor: return run<T, Lor<T>>(j);
-    case ROp::Lxor: return run<T, Lxor<T>>(j);
-    case ROp::Band: return run<T, Band<T>>(j);
-    case ROp::Bor: return run<T, Bor<T>>(j);
-    case ROp::Bxor: return run<T, Bxor<T>>(j);
-    default: return false;
+#define GCOLL_X(rop, ...)                                                   \
+  case ROp::rop:                                                           \
+    if constexpr ((kOps & op_bit(ROp::rop)) != 0) return run<T, rop<T>>(j); \
+    break;
+    GCOLL_ROPS(GCOLL_X)
+#undef GCOLL_X
+    case ROp::kCount: break;
   }
-}
-
-template <class T>
-bool floating_ops(ROp op, const Job &j) {
-  switch (op) {
-    case ROp::Sum: return run<T, Sum<T>>(j);
-    case ROp::Prod: return run<T, Prod<T>>(j);
-    case ROp::Max: return run<T, Max<T>>(j);
-    case ROp::Min: return run<T, Min<T>>(j);
-    default: return false;
-  }
-}
-
-template <class T>
-bool complex_ops(ROp op, const Job &j) {
-  switch (op) {
-    case ROp::Sum: return run<T, Sum<T>>(j);
-    case ROp::Prod: return run<T, Prod<T>>(j);
-    default: return false;
-  }
-}
-
-template <class T>
-bool logical_ops(ROp op, const Job &j) {
-  switch (op) {
-    case ROp::Land: return run<T, Land<T>>(j);
-    case ROp::Lor: return run<T, Lor<T>>(j);
-    case ROp::Lxor: return run<T, Lxor<T>>(j);
-    default: return false;
-  }
-}
-
-template <class T>
-bool pair_ops(ROp op, const Job &j) {
-  switch (op) {
-    case ROp::Minloc: return run<T, Minloc<T>>(j);
-    case ROp::Maxloc: return run<T, Maxloc<T>>(j);
-    default: return false;
-  }
+  return false;
 }
 
 }  // namespace
@@ -173,30 +131,10 @@ bool host_reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std
   if (m < 1) return false;
   const Job j{dst, srcs, m, count};
   switch (t) {
-    case DType::Int8: return integer_ops<std::int8_t>(op, j);
-    case DType::Int16: return integer_ops<std::int16_t>(op, j);
-    case DType::Int32: return integer_ops<std::int32_t>(op, j);
-    case DType::Int64: return integer_ops<std::int64_t>(op, j);
-    case DType::Uint8: return integer_ops<std::uint8_t>(op, j);
-    case DType::Uint16: return integer_ops<std::uint16_t>(op, j);
-    case DType::Uint32: return integer_ops<std::uint32_t>(op, j);
-    case DType::Uint64: return integer_ops<std::uint64_t>(op, j);
-    case DType::Float: return floating_ops<float>(op, j);
-    case DType::Double: return floating_ops<double>(op, j);
-    case DType::LongDouble: return floating_ops<long double>(op, j);
-    case DType::Half: return floating_ops<HalfBits>(op, j);
-    case DType::BFloat16: return floating_ops<BF16Bits>(op, j);
-    case DType::CFloatComplex: return complex_ops<Complex<float>>(op, j);
-    case DType::CDoubleComplex: return complex_ops<Complex<double>>(op, j);
-    case DType::Bool: return logical_ops<std::uint8_t>(op, j);  // C _Bool, nonzero is true
-    case DType::FloatInt: return pair_ops<Pair<float, int>>(op, j);
-    case DType::DoubleInt: return pair_ops<Pair<double, int>>(op, j);
-    case DType::LongInt: return pair_ops<Pair<long, int>>(op, j);
-    case DType::IntInt: return pair_ops<Pair<int, int>>(op, j);
-    case DType::ShortInt: return pair_ops<Pair<short, int>>(op, j);
-    case DType::LongDoubleInt: return pair_ops<Pair<long double, int>>(op, j);
-    case DType::FloatFloat: return pair_ops<Pair<float, float>>(op, j);
-    case DType::DoubleDouble: return pair_ops<Pair<double, double>>(op, j);
+#define GCOLL_X(dtype, name, ops, unit, mpi, ...) \
+  case DType::dtype: return reduce_ops<__VA_ARGS__, ops>(op, j);
+    GCOLL_DTYPES(GCOLL_X)
+#undef GCOLL_X
     case DType::kCount: break;
   }
   return false;

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -541,6 +543,75 @@ TEST(KernelTypes, NamesAreDistinct) {
   EXPECT_EQ(names.count("?"), 0u);
   EXPECT_STREQ(dtype_name(DType::kCount), "?");
   EXPECT_STREQ(rop_name(ROp::kCount), "?");
+}
+
+// The one list (type_op_list.h) as the tests see it: every table must agree with it.
+template <class T>
+constexpr bool kHasLongDouble = std::is_same_v<T, long double>;
+template <class V, class I>
+constexpr bool kHasLongDouble<Pair<V, I>> = kHasLongDouble<V> || kHasLongDouble<I>;
+
+struct ListType {
+  DType t;
+  const char *name;
+  std::size_t size;
+  OpSet ops;
+  std::string cuda_unit;
+  bool long_double;
+};
+
+const ListType kListTypes[] = {
+#define GCOLL_X(dtype, name, ops, unit, mpi, ...) \
+  {DType::dtype, name, sizeof(__VA_ARGS__), ops, #unit, kHasLongDouble<__VA_ARGS__>},
+    GCOLL_DTYPES(GCOLL_X)
+#undef GCOLL_X
+};
+
+struct ListOp {
+  ROp op;
+  const char *name;
+  std::string mpi;
+};
+
+const ListOp kListOps[] = {
+#define GCOLL_X(rop, name, group, mpi) {ROp::rop, name, #mpi},
+    GCOLL_ROPS(GCOLL_X)
+#undef GCOLL_X
+};
+
+// The enums are in list order, and names, sizes and op sets are the list's; the host
+// has a kernel for exactly the (type, op) pairs the list allows.
+TEST(KernelTypes, TablesFollowTheList) {
+  ASSERT_EQ(std::size(kListTypes), static_cast<std::size_t>(kNumDTypes));
+  ASSERT_EQ(std::size(kListOps), static_cast<std::size_t>(kNumROps));
+  for (int i = 0; i < kNumROps; ++i) {
+    const ListOp &l = kListOps[i];
+    SCOPED_TRACE(l.name);
+    EXPECT_EQ(static_cast<int>(l.op), i);
+    EXPECT_STREQ(rop_name(l.op), l.name);
+    // the MPI column names the same op (MPI_SUM for "sum")
+    std::string upper = l.name;
+    for (char &c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    EXPECT_EQ(l.mpi, "MPI_" + upper);
+  }
+  unsigned char a[64] = {}, b[64] = {}, d[64];
+  const void *srcs[] = {a, b};
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const ListType &l = kListTypes[i];
+    SCOPED_TRACE(l.name);
+    EXPECT_EQ(static_cast<int>(l.t), i);
+    EXPECT_STREQ(dtype_name(l.t), l.name);
+    EXPECT_EQ(dtype_size(l.t), l.size);
+    EXPECT_NE(l.ops, 0u);
+    // no long double on the device: exactly those types have no CUDA unit
+    EXPECT_EQ(l.cuda_unit == "None", l.long_double);
+    for (int o = 0; o < kNumROps; ++o) {
+      const ROp op = static_cast<ROp>(o);
+      const bool listed = (l.ops & op_bit(op)) != 0;
+      EXPECT_EQ(op_supported(op, l.t), listed) << rop_name(op);
+      EXPECT_EQ(host_reduce(l.t, op, d, srcs, 2, 1), listed) << rop_name(op);
+    }
+  }
 }
 
 // MINLOC/MAXLOC: smaller/larger value wins; equal values take the smaller index,
