@@ -4,6 +4,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <exception>
 
 namespace gcoll {
 
@@ -40,6 +41,18 @@ void log_write(LogLevel level, const char *fmt, ...) {
   va_end(ap);
   // One fprintf per line so lines from threads do not interleave.
   fprintf(stderr, "[gcoll %s:%s] %s: %s\n", host, rank, level_name(level), msg);
+}
+
+void log_exception(const char *what) noexcept {
+  // Called from a catch block: the exception in flight says what it was.
+  const char *text = "not a std::exception";
+  try {
+    throw;
+  } catch (const std::exception &e) {
+    text = e.what();
+  } catch (...) {
+  }
+  log_write(LogLevel::Warn, "%s: unexpected C++ exception (%s)", what, text);
 }
 
 }  // namespace gcoll

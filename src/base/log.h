@@ -20,6 +20,10 @@ void log_set_rank(int world_rank);
 // printf-style; one line (a newline is added).
 void log_write(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// From a catch block: logs "<what>: unexpected C++ exception (<its what()>)" as a warning.
+// Never throws.
+void log_exception(const char *what) noexcept;
+
 }  // namespace gcoll
 
 #define GCOLL_LOG(level, ...)                                        \

@@ -1,5 +1,5 @@
 // Internal status codes. Nothing inside gcoll throws across the MPI boundary; every
-// internal function that can fail returns a Status, and src/pmpi/guard maps it to an
+// internal function that can fail returns a Status, and src/pmpi/errors.h maps it to an
 // MPI error class (or, for NotSupported, to the fallback path).
 #pragma once
 

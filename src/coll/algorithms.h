@@ -2,6 +2,7 @@
 #pragma once
 
 #include "coll/engine.h"
+#include "coll/memspace.h"
 #include "coll/rail.h"
 
 namespace gcoll {
@@ -11,8 +12,13 @@ namespace gcoll {
 inline Rail next_rail(Engine &e) { return Rail{e.rail.get(), e.space, e.seq++, e.timeout_s, &e.call_steps}; }
 
 Status allreduce_oneshot(Engine &e, const CollArgs &a);
-Status allreduce_rd(Engine &e, const CollArgs &a);
-Status allreduce_ring(Engine &e, const CollArgs &a);
+// The hierarchical allreduce (intra-node reduce-scatter, the schedule along each rail,
+// intra-node allgather), and its row in the table for a given schedule builder.
+Status allreduce_hier(Engine &e, const CollArgs &a, ScheduleBuilder schedule);
+template <ScheduleBuilder kSchedule>
+Status allreduce_hier(Engine &e, const CollArgs &a) {
+  return allreduce_hier(e, a, kSchedule);
+}
 Status allreduce_twoshot(Engine &e, const CollArgs &a);
 Status bcast_binomial(Engine &e, const CollArgs &a);
 Status bcast_scatter_ag(Engine &e, const CollArgs &a);

@@ -2,8 +2,9 @@
 //   oneshot: every rank reduces the whole chunk from all node peers, then every rail runs
 //            recursive doubling on the whole chunk (the rails compute the same result, so
 //            no intra-node broadcast is needed). Fewest steps: for small messages.
-//   rd/ring: intra-node reduce-scatter (local rank j reduces slice j), allreduce of the
-//            slice among its rail (recursive doubling or ring), intra-node allgather.
+//   hierarchical (rd, ring, rabenseifner, ...: allreduce_hier with the algorithm's
+//            schedule builder): intra-node reduce-scatter (local rank j reduces slice j),
+//            allreduce of the slice among its rail (the schedule), intra-node allgather.
 //            Every byte crosses the network once per direction per rail: for large ones.
 //   twoshot: device buffers on one node, zero-copy: every rank exposes its buffers (CUDA
 //            IPC), reduces its slice reading all peers' input in place, then copies the
@@ -55,7 +56,7 @@ Status run_oneshot(Engine &e, const CollArgs &a) {
     if (t.num_nodes == 1) continue;
     // Between nodes: every rail does the same recursive doubling on the whole chunk.
     if (t.has_rail()) {
-      st = rail_allreduce_rd(rail, a.dtype, a.op, at(a.recvbuf, c0 * elem), cn, elem, e.work);
+      st = rail_allreduce(rail, schedule_rd, a.dtype, a.op, at(a.recvbuf, c0 * elem), cn, elem, e.work);
       if (!ok(st)) return st;
     }
     st = share_with_railless(e, at(a.recvbuf, c0 * elem), bytes);
@@ -72,8 +73,7 @@ struct ChunkSlice {
 // Pipelined over chunks: while chunk k is on the network (rail allreduce of its slice),
 // the node works on chunk k+1 (publish, sync, reduce) and then on chunk k-1's results;
 // the rail's progress runs inside the syncs' waits. Two slices are in flight at most.
-template <bool kRing>
-Status run_hier(Engine &e, const CollArgs &a) {
+Status run_hier(Engine &e, const CollArgs &a, ScheduleBuilder schedule) {
   const Topology &t = e.topo;
   const std::size_t elem = a.elem, step = chunk_elems(e, elem), cap = e.space->capacity();
   const void *in = a.sendbuf ? a.sendbuf : a.recvbuf;
@@ -100,7 +100,8 @@ Status run_hier(Engine &e, const CollArgs &a) {
     if (!ok(st) || !t.has_rail()) return st;
     for (int q = 0; q < t.local_size; ++q) srcs[q] = at(e.space->peer(q), p.so * elem);
     st = e.space->reduce(a.dtype, a.op, slice[k % 2], srcs.data(), t.local_size, p.sn);
-    if (ok(st) && net) st = rail[k % 2].start(next_rail(e), a.dtype, a.op, slice[k % 2], p.sn, elem, tmp[k % 2], kRing);
+    if (ok(st) && net)
+      st = rail[k % 2].start(next_rail(e), schedule, a.dtype, a.op, slice[k % 2], p.sn, elem, tmp[k % 2]);
     return st;
   };
   // Node phase 2 of chunk k: rail ranks publish the finished slice; everyone collects
@@ -179,7 +180,6 @@ Status run_twoshot(Engine &e, const CollArgs &a) {
 
 Status allreduce_twoshot(Engine &e, const CollArgs &a) { return run_twoshot(e, a); }
 Status allreduce_oneshot(Engine &e, const CollArgs &a) { return run_oneshot(e, a); }
-Status allreduce_rd(Engine &e, const CollArgs &a) { return run_hier<false>(e, a); }
-Status allreduce_ring(Engine &e, const CollArgs &a) { return run_hier<true>(e, a); }
+Status allreduce_hier(Engine &e, const CollArgs &a, ScheduleBuilder schedule) { return run_hier(e, a, schedule); }
 
 }  // namespace gcoll

@@ -121,11 +121,6 @@ class CudaSpace final : public MemSpace {
     return cuda_status(rt().memcpy_async(bank(local_rank(), epoch_ & 1) + at, src, bytes, stream_),
                        "publish (device copy)");
   }
-  void *publish_area(std::size_t at, std::size_t bytes) override {
-    bytes_published += bytes;
-    return bank(local_rank(), epoch_ & 1) + at;
-  }
-
   Status sync() override {
     Status st = drain();
     ctl_->while_waiting = while_waiting;

@@ -1,21 +1,23 @@
 // The engine: per-communicator resources, call arguments, and the algorithm descriptors.
-// One algorithm = one function + one row in the table (registry.cc).
+// One algorithm = one function + one row in the table (registry.cc); an allreduce of the
+// hierarchical shape = one inter-node schedule builder + one row.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/stats.h"
 #include "base/status.h"
-#include "coll/memspace.h"
 #include "kernels/types.h"
 #include "topo/topology.h"
 
 namespace gcoll {
 
+class MemSpace;  // coll/memspace.h: algorithms include it, src/pmpi does not need it
 namespace ucx {
 class Group;
 }
@@ -23,9 +25,21 @@ class Group;
 // Where a call's buffers live, agreed by all ranks before the call moves anything.
 enum class MemKind { Host, Device };
 
+struct CollArgs;
+
 // Everything an algorithm needs about one communicator, built once (collectively) at
-// the first engine call on it.
+// the first engine call on it (EngineSlot::get, engine.cc).
 struct Engine {
+  // One call, start to end: points the engine at the call's memory space (the first
+  // device call creates the device space, collectively, on GPU `gpu`), selects the
+  // algorithm (GCOLL_TUNE rules, then the defaults), runs it, and ends with the engine's
+  // completion protocol (the space's finish(), the rails' progress barrier), so that no
+  // peer still needs this rank when it returns. NotSupported, alike on every rank and
+  // before any byte moved, when the engine does not take the call.
+  Status run(const CollArgs &a, int gpu, EngineRecord *rec);
+
+  MPI_Comm comm = MPI_COMM_NULL;           // the communicator it serves (the application's)
+  std::uint64_t id = 0;                    // the communicator's number in the logs
   Topology topo;
   std::unique_ptr<MemSpace> host_space;    // node memory space for host buffers
   std::unique_ptr<MemSpace> device_space;  // for device buffers (created at the first device call)
@@ -39,7 +53,11 @@ struct Engine {
   std::uint32_t seq = 0;             // chunks run on this communicator (tags)
   int call_steps = 0;                // network rounds of the current call (stats)
   std::vector<char> scratch;         // host scratch (work for host calls)
+  std::mutex device_mu;              // creation of the device space (threads of one communicator)
   ~Engine();
+
+ private:
+  Status select_space(MemKind mem, int gpu);
 };
 
 // Arguments of one call, already validated and mapped from MPI handles.
@@ -57,10 +75,11 @@ struct CollArgs {
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };
 
-struct Traffic {
-  std::uint64_t intra = 0;  // bytes this rank published to its node
-  std::uint64_t inter = 0;  // bytes this rank sent to other nodes
-};
+// Fills the steps one rail rank takes in an inter-node allreduce (rail.h: RailStep,
+// ScheduleArgs, the builders).
+struct RailStep;
+struct ScheduleArgs;
+using ScheduleBuilder = void (*)(const ScheduleArgs &a, std::vector<RailStep> *steps);
 
 struct Algorithm {
   Coll coll;
@@ -69,10 +88,37 @@ struct Algorithm {
   // Depends only on rank-uniform data: the arguments MPI requires to agree and the topology.
   bool (*supports)(const CollArgs &a, const Topology &t);
   Status (*run)(Engine &e, const CollArgs &a);
+  // The inter-node schedule it runs (allreduce; nullptr: none or not a step list).
+  ScheduleBuilder schedule = nullptr;
 };
 
 const std::vector<Algorithm> &algorithms();
 const Algorithm *find_algorithm(Coll c, const std::string &name);
 int algorithm_index(const Algorithm *a);  // position in algorithms() (for stats)
+
+// The engine's front door, one per communicator (held by src/pmpi's communicator state).
+class EngineSlot {
+ public:
+  EngineSlot();
+  ~EngineSlot();
+  EngineSlot(const EngineSlot &) = delete;
+  EngineSlot &operator=(const EngineSlot &) = delete;
+  // The engine of `comm` (`id`: its number in the logs). The first call is collective
+  // over the communicator: it agrees on the settings that shape the schedule, builds the
+  // topology, the node memory space and the rail transport, and all ranks agree on the
+  // outcome before anything else happens. NotSupported, on every rank alike, when the
+  // engine cannot serve the communicator (an intercommunicator, settings that differ,
+  // a failed setup): from then on, without asking again.
+  Status get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out);
+
+ private:
+  enum class State { Untried, Ready, Unavailable };
+  std::mutex mu_;
+  State state_ = State::Untried;
+  std::unique_ptr<Engine> engine_;
+};
+
+// Inside MPI_Finalize, after every communicator's engine is gone: the transport.
+void engine_shutdown();
 
 }  // namespace gcoll

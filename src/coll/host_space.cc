@@ -44,11 +44,6 @@ class HostSpace final : public MemSpace {
     bytes_published += bytes;
     return Status::Ok;
   }
-  void *publish_area(std::size_t at, std::size_t bytes) override {
-    bytes_published += bytes;
-    return bank(lr_, epoch_ & 1) + at;
-  }
-
   Status sync() override {
     const std::uint64_t e = ++epoch_;
     control(lr_)->epoch.store(e, std::memory_order_release);

@@ -40,9 +40,6 @@ class MemSpace {
 
   // Makes src[0, bytes) readable by node peers at offset `at` of my current bank.
   virtual Status publish(std::size_t at, const void *src, std::size_t bytes) = 0;
-  // Where to write, directly, `bytes` that peers will read at offset `at` (host: my bank;
-  // saves a copy when the data is produced in place, e.g. by a reduction).
-  virtual void *publish_area(std::size_t at, std::size_t bytes) = 0;
   // Node barrier: my publications become visible, and I see everyone's.
   virtual Status sync() = 0;
   // Peer `lr`'s bank as published before the last sync().

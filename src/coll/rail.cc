@@ -51,8 +51,69 @@ Status recv_only(Rail &r, int src, void *d, std::size_t db, int step) {
 
 }  // namespace
 
-Status RailAllreduce::start(Rail r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp,
-                            bool ring) {
+int pow2_floor(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+int rd_vrank(int n, int rank) {
+  const int extra = n - pow2_floor(n);
+  return rank < 2 * extra ? (rank % 2 ? rank / 2 : -1) : rank - extra;
+}
+
+int rd_real_rank(int n, int vrank) {
+  const int extra = n - pow2_floor(n);
+  return vrank < extra ? 2 * vrank + 1 : vrank + extra;
+}
+
+void schedule_ring(const ScheduleArgs &a, std::vector<RailStep> *steps) {
+  const int n = a.n, me = a.rank;
+  const std::size_t count = a.count, elem = a.elem;
+  void *buf = a.buf, *tmp = a.tmp;
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  int tag = 0;
+  // Reduce-scatter: after n-1 steps I hold the full reduction of part (me + 1) % n.
+  for (int s = 0; s < n - 1; ++s) {
+    std::size_t so, sl, ro, rl;
+    part_range(count, n, (me - s + n) % n, &so, &sl);
+    part_range(count, n, (me - s - 1 + 2 * n) % n, &ro, &rl);
+    steps->push_back({right, left, at(buf, so * elem), sl * elem, tmp, rl * elem, at(buf, ro * elem), rl, tag++});
+  }
+  // Allgather: pass the finished parts around the ring.
+  for (int s = 0; s < n - 1; ++s) {
+    std::size_t so, sl, ro, rl;
+    part_range(count, n, (me + 1 - s + n) % n, &so, &sl);
+    part_range(count, n, (me - s + n) % n, &ro, &rl);
+    steps->push_back({right, left, at(buf, so * elem), sl * elem, at(buf, ro * elem), rl * elem, nullptr, 0, tag++});
+  }
+}
+
+void schedule_rd(const ScheduleArgs &a, std::vector<RailStep> *steps) {
+  // Recursive doubling; ranks 0 .. 2*extra-1 pair up first: the even one hands its data
+  // to the odd one and sits out until the result comes back.
+  const int n = a.n, me = a.rank;
+  const std::size_t count = a.count, bytes = count * a.elem;
+  void *buf = a.buf, *tmp = a.tmp;
+  const int p = pow2_floor(n), extra = n - p, vrank = rd_vrank(n, me);
+  if (me < 2 * extra) {
+    if (me % 2 == 0) steps->push_back({me + 1, -1, buf, bytes, nullptr, 0, nullptr, 0, 0});
+    else steps->push_back({-1, me - 1, nullptr, 0, tmp, bytes, buf, count, 0});
+  }
+  int tag = 1;
+  for (int mask = 1; vrank >= 0 && mask < p; mask <<= 1) {
+    const int partner = rd_real_rank(n, vrank ^ mask);
+    steps->push_back({partner, partner, buf, bytes, tmp, bytes, buf, count, tag++});
+  }
+  tag = 1 + rd_steps(p);  // the same unfold tag on ranks that sat out
+  if (me < 2 * extra) {
+    if (me % 2 == 1) steps->push_back({me - 1, -1, buf, bytes, nullptr, 0, nullptr, 0, tag});
+    else steps->push_back({-1, me + 1, nullptr, 0, buf, bytes, nullptr, 0, tag});
+  }
+}
+
+Status RailAllreduce::start(Rail r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count,
+                            std::size_t elem, void *tmp) {
   r_ = r;
   t_ = t;
   op_ = op;
@@ -61,53 +122,20 @@ Status RailAllreduce::start(Rail r, DType t, ROp op, void *buf, std::size_t coun
   posted_ = false;
   const int n = r.group->size(), me = r.group->rank();
   if (n == 1 || count == 0) return Status::Ok;
-  int tag = 0;
-  if (ring) {
-    const int right = (me + 1) % n, left = (me + n - 1) % n;
-    // Reduce-scatter: after n-1 steps I hold the full reduction of part (me + 1) % n.
-    for (int s = 0; s < n - 1; ++s) {
-      std::size_t so, sl, ro, rl;
-      part_range(count, n, (me - s + n) % n, &so, &sl);
-      part_range(count, n, (me - s - 1 + 2 * n) % n, &ro, &rl);
-      steps_.push_back({right, left, at(buf, so * elem), sl * elem, tmp, rl * elem, at(buf, ro * elem), rl, tag++});
-    }
-    // Allgather: pass the finished parts around the ring.
-    for (int s = 0; s < n - 1; ++s) {
-      std::size_t so, sl, ro, rl;
-      part_range(count, n, (me + 1 - s + n) % n, &so, &sl);
-      part_range(count, n, (me - s + n) % n, &ro, &rl);
-      steps_.push_back({right, left, at(buf, so * elem), sl * elem, at(buf, ro * elem), rl * elem, nullptr, 0, tag++});
-    }
-  } else {
-    // Recursive doubling; ranks 0 .. 2*extra-1 pair up first: the even one hands its data
-    // to the odd one and sits out until the result comes back.
-    const std::size_t bytes = count * elem;
-    int p = 1;
-    while (p * 2 <= n) p *= 2;
-    const int extra = n - p;
-    int vrank = me < 2 * extra ? (me % 2 ? me / 2 : -1) : me - extra;
-    if (me < 2 * extra) {
-      if (me % 2 == 0) steps_.push_back({me + 1, -1, buf, bytes, nullptr, 0, nullptr, 0, 0});
-      else steps_.push_back({-1, me - 1, nullptr, 0, tmp, bytes, buf, count, 0});
-    }
-    const auto real = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
-    tag = 1;
-    for (int mask = 1; vrank >= 0 && mask < p; mask <<= 1) {
-      const int partner = real(vrank ^ mask);
-      steps_.push_back({partner, partner, buf, bytes, tmp, bytes, buf, count, tag++});
-    }
-    tag = 1 + rd_steps(p);  // the same unfold tag on ranks that sat out
-    if (me < 2 * extra) {
-      if (me % 2 == 1) steps_.push_back({me - 1, -1, buf, bytes, nullptr, 0, nullptr, 0, tag});
-      else steps_.push_back({-1, me + 1, nullptr, 0, buf, bytes, nullptr, 0, tag});
-    }
-  }
+  ScheduleArgs a;
+  a.n = n;
+  a.rank = me;
+  a.count = count;
+  a.elem = elem;
+  a.buf = buf;
+  a.tmp = tmp;
+  build(a, &steps_);
   return post();
 }
 
 Status RailAllreduce::post() {
   if (next_ >= steps_.size()) return Status::Ok;
-  const Step &s = steps_[next_];
+  const RailStep &s = steps_[next_];
   count_step(r_);
   req_[0] = ucx::Request{};
   req_[1] = ucx::Request{};
@@ -134,7 +162,7 @@ Status RailAllreduce::advance(bool *done) {
     }
     if (!all_done) return Status::Ok;  // still in flight
     posted_ = false;
-    const Step &s = steps_[next_];
+    const RailStep &s = steps_[next_];
     if (s.acc) {
       const void *srcs[2] = {s.acc, s.rbuf};
       st = r_.space->reduce(t_, op_, s.acc, srcs, 2, s.elems);
@@ -169,15 +197,10 @@ void RailAllreduce::abandon() {
   next_ = steps_.size();
 }
 
-Status rail_allreduce_ring(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp) {
+Status rail_allreduce(Rail &r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count, std::size_t elem,
+                      void *tmp) {
   RailAllreduce x;
-  Status st = x.start(r, t, op, buf, count, elem, tmp, true);
-  return ok(st) ? x.finish() : st;
-}
-
-Status rail_allreduce_rd(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp) {
-  RailAllreduce x;
-  Status st = x.start(r, t, op, buf, count, elem, tmp, false);
+  Status st = x.start(r, build, t, op, buf, count, elem, tmp);
   return ok(st) ? x.finish() : st;
 }
 

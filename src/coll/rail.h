@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "coll/engine.h"
 #include "coll/memspace.h"
 #include "kernels/types.h"
 #include "ucx/transport.h"
@@ -25,44 +26,68 @@ struct Rail {
   std::uint32_t tag(int step) const { return (seq << 12) | static_cast<std::uint32_t>(step & 0xfff); }
 };
 
-// An allreduce along the rail as a list of steps, run nonblocking: start() posts the
-// first step, advance() moves on as messages complete (call it often: from a sync's
-// wait, between other work), finish() blocks until the end. Step k: send, receive, then
-// optionally reduce what was received into the local buffer.
+// Inter-node allreduce schedules as data. A schedule builder fills the list of steps one
+// rail rank takes for an allreduce of buf[0, count) (in place) among the n ranks of its
+// rail; RailAllreduce runs any such list. Step k: post the send and the receive, wait for
+// both, then optionally reduce what was received into the local buffer. Messages match by
+// (source, tag): a step's tag must be the same on both sides and unique per pair.
+struct RailStep {
+  int dst = -1, src = -1;  // -1: no send / no receive
+  const void *sbuf = nullptr;
+  std::size_t sbytes = 0;
+  void *rbuf = nullptr;
+  std::size_t rbytes = 0;
+  void *acc = nullptr;  // acc = op(acc, rbuf) over `elems` elements after the receive
+  std::size_t elems = 0;
+  int tag = 0;  // 0 .. 4095
+};
+
+// What a builder gets: rail size and rank, the elements, and scratch (tmp holds count
+// elements; a send buffer is never written while its step is in flight).
+struct ScheduleArgs {
+  int n = 1, rank = 0;
+  std::size_t count = 0, elem = 1;
+  void *buf = nullptr, *tmp = nullptr;
+};
+
+// ScheduleBuilder (engine.h): void (*)(const ScheduleArgs &, std::vector<RailStep> *).
+// The builders; an allreduce algorithm names the one it runs in its registry row.
+// Ring: reduce-scatter then allgather around the ring, 2(n-1) steps of ~count/n.
+void schedule_ring(const ScheduleArgs &a, std::vector<RailStep> *steps);
+// Recursive doubling of the whole buffer; non-powers of two fold the extra ranks in first
+// and out last (rd_steps(n) steps).
+void schedule_rd(const ScheduleArgs &a, std::vector<RailStep> *steps);
+// Rabenseifner (rabenseifner.cc): recursive-halving reduce-scatter, recursive-doubling
+// allgather, with rd's fold for non-powers of two.
+void schedule_rabenseifner(const ScheduleArgs &a, std::vector<RailStep> *steps);
+
+// An allreduce along the rail as a list of steps (built by a schedule builder), run
+// nonblocking: start() posts the first step, advance() moves on as messages complete
+// (call it often: from a sync's wait, between other work), finish() blocks until the end.
 class RailAllreduce {
  public:
-  Status start(Rail r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp, bool ring);
+  Status start(Rail r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count, std::size_t elem,
+               void *tmp);
   Status advance(bool *done);
   Status finish();
   // After a failure elsewhere: cancel what is posted, so no buffer is touched afterwards.
   void abandon();
 
  private:
-  struct Step {
-    int dst = -1, src = -1;  // -1: no send / no receive
-    const void *sbuf = nullptr;
-    std::size_t sbytes = 0;
-    void *rbuf = nullptr;
-    std::size_t rbytes = 0;
-    void *acc = nullptr;  // acc = op(acc, rbuf) over `elems` elements after the receive
-    std::size_t elems = 0;
-    int tag = 0;
-  };
   Status post();
   Rail r_{};
   DType t_{};
   ROp op_{};
-  std::vector<Step> steps_;
+  std::vector<RailStep> steps_;
   std::size_t next_ = 0;
   bool posted_ = false;
   ucx::Request req_[2];
 };
 
-// Allreduce of buf[0, count) in place. tmp must hold count elements (rd) or
-// ceil(count / n) elements (ring).
-Status rail_allreduce_ring(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp);
-// Recursive doubling; non-powers of two fold the extra ranks in first and out last.
-Status rail_allreduce_rd(Rail &r, DType t, ROp op, void *buf, std::size_t count, std::size_t elem, void *tmp);
+// Blocking allreduce of buf[0, count) in place with the given schedule (tmp: count
+// elements).
+Status rail_allreduce(Rail &r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count, std::size_t elem,
+                      void *tmp);
 // Binomial tree from rail rank `root`.
 Status rail_bcast_binomial(Rail &r, void *buf, std::size_t bytes, int root);
 // Allgather of variable-size pieces: piece i (sizes[i] bytes) of rail rank i is at
@@ -78,5 +103,12 @@ void part_range(std::size_t n, int parts, int i, std::size_t *off, std::size_t *
 // Steps of the recursive-doubling schedule for n ranks (floor(log2 n), plus 2 when n is
 // not a power of two).
 int rd_steps(int n);
+
+// Recursive doubling / halving among n ranks: the largest power of two p <= n; ranks
+// 0 .. 2(n-p)-1 pair up (the even one of each pair sits out). vrank: my rank among the p
+// (-1: sitting out); real_rank: back to the rail rank.
+int pow2_floor(int n);
+int rd_vrank(int n, int rank);
+int rd_real_rank(int n, int vrank);
 
 }  // namespace gcoll

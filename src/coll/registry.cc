@@ -1,10 +1,9 @@
-// The algorithm table: name, one-line description, supports(), run().
+// The algorithm table: name, one-line description, supports(), run(), and for allreduce
+// the inter-node schedule builder it runs (rail.h). A new hierarchical allreduce is one
+// builder (its own file) plus one hier<builder>(name, description) row.
 #include "coll/algorithms.h"
-#include "ucx/transport.h"
 
 namespace gcoll {
-
-Engine::~Engine() = default;
 
 namespace {
 
@@ -17,19 +16,27 @@ bool device_one_node(const CollArgs &a, const Topology &t) {
   return a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1 && t.local_size <= 16;
 }
 
+// A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
+// intra-node allgather.
+template <ScheduleBuilder kSchedule>
+Algorithm hier(const char *name, const char *description) {
+  return {Coll::Allreduce, name, description, any, allreduce_hier<kSchedule>, kSchedule};
+}
+
 }  // namespace
 
 const std::vector<Algorithm> &algorithms() {
   static const std::vector<Algorithm> table = {
       {Coll::Allreduce, "oneshot",
        "each rank reduces the whole message from all node peers; recursive doubling between nodes on every rail",
-       any, allreduce_oneshot},
-      {Coll::Allreduce, "rd",
-       "intra-node reduce-scatter, recursive doubling of each slice along its rail, intra-node allgather", any,
-       allreduce_rd},
-      {Coll::Allreduce, "ring",
-       "intra-node reduce-scatter, ring allreduce of each slice along its rail, intra-node allgather", any,
-       allreduce_ring},
+       any, allreduce_oneshot, schedule_rd},
+      hier<schedule_rd>("rd", "intra-node reduce-scatter, recursive doubling of each slice along its rail, "
+                              "intra-node allgather"),
+      hier<schedule_ring>("ring", "intra-node reduce-scatter, ring allreduce of each slice along its rail, "
+                                  "intra-node allgather"),
+      hier<schedule_rabenseifner>("rabenseifner",
+                                  "intra-node reduce-scatter, Rabenseifner (recursive-halving reduce-scatter + "
+                                  "recursive-doubling allgather) of each slice along its rail, intra-node allgather"),
       {Coll::Allreduce, "twoshot",
        "device buffers on one node: reduce-scatter then allgather by reading peers' buffers in place (CUDA IPC)",
        device_one_node, allreduce_twoshot},

@@ -1,5 +1,6 @@
 #include "coll/tune.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/config.h"
@@ -90,6 +91,57 @@ bool parse_tune(const std::string &text, std::vector<TuneRule> *out, std::string
   return true;
 }
 
+namespace {
+
+std::string size_text(std::uint64_t v) {
+  if (v == UINT64_MAX) return "inf";
+  const char *units = "KMGT";
+  int u = -1;
+  while (v && v % 1024 == 0 && u < 3) {
+    v /= 1024;
+    ++u;
+  }
+  return std::to_string(v) + (u >= 0 ? std::string(1, units[u]) : "");
+}
+
+std::string pad(std::string s, std::size_t w) {
+  s.resize(std::max(w, s.size() + 1), ' ');
+  return s;
+}
+
+std::string ranges_of(const std::vector<TuneRule> &rules, const Algorithm *a) {
+  std::string out;
+  for (const auto &r : rules)
+    if (r.algo == a) out += (out.empty() ? "" : ",") + size_text(r.lo) + "-" + size_text(r.hi);
+  return out;
+}
+
+}  // namespace
+
+std::string describe_algorithms(const std::string &user_tune) {
+  std::ostringstream o;
+  o << "algorithms (collective, name, default message sizes [lo-hi) from the built-in rules, description):\n";
+  for (const auto &a : algorithms()) {
+    const std::string r = ranges_of(default_rules(), &a);
+    o << "  " << pad(coll_name(a.coll), 11) << pad(a.name, 14) << (r.empty() ? "- (only through GCOLL_TUNE)" : r)
+      << "\n      " << a.description << "\n";
+  }
+  o << "default rules: " << kDefaultTune << "\n";
+  if (!user_tune.empty()) {
+    std::vector<TuneRule> user;
+    std::string error;
+    if (parse_tune(user_tune, &user, &error)) {
+      o << "GCOLL_TUNE rules (tried before the defaults):";
+      for (const auto &r : user)
+        o << " " << coll_name(r.coll) << ":" << size_text(r.lo) << "-" << size_text(r.hi) << ":@" << r.algo->name;
+      o << "\n";
+    } else {
+      o << "warning: GCOLL_TUNE ignored: " << error << "\n";
+    }
+  }
+  return o.str();
+}
+
 const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t) {
   if (const Algorithm *x = first_match(user, a, t)) return x;
   if (const Algorithm *x = first_match(default_rules(), a, t)) return x;
@@ -98,5 +150,27 @@ const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollA
     if (algo.coll == a.coll && algo.supports(a, t)) return &algo;
   return nullptr;
 }
+
+namespace {
+
+struct UserTune {
+  std::vector<TuneRule> rules;
+  std::string error;  // why GCOLL_TUNE is ignored; empty when it is not
+};
+
+const UserTune &user_tune() {
+  static const UserTune u = [] {
+    UserTune t;
+    const std::string &text = config().tune;
+    if (!text.empty() && !parse_tune(text, &t.rules, &t.error)) t.rules.clear();
+    return t;
+  }();
+  return u;
+}
+
+}  // namespace
+
+const std::vector<TuneRule> &user_tune_rules() { return user_tune().rules; }
+const std::string &user_tune_error() { return user_tune().error; }
 
 }  // namespace gcoll

@@ -29,6 +29,16 @@ extern const char *const kDefaultTune;
 // Parses `text`; on error returns false and sets *error to a one-line reason.
 bool parse_tune(const std::string &text, std::vector<TuneRule> *out, std::string *error);
 
+// The algorithm table as gcoll_info prints it: per algorithm its collective, name, the
+// size ranges the default rules give it, and its description; then the GCOLL_TUNE rules
+// `user_tune` (tried first), or the one-line reason they are ignored.
+std::string describe_algorithms(const std::string &user_tune);
+
+// The process's GCOLL_TUNE rules, parsed once: empty when unset or invalid; then
+// user_tune_error() says why (reported at start-up, see src/pmpi/runtime.cc).
+const std::vector<TuneRule> &user_tune_rules();
+const std::string &user_tune_error();
+
 // The algorithm for a call: user rules, then defaults. nullptr: none supports it.
 const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t);
 

@@ -5,19 +5,15 @@
 
 #include "base/build_info.h"
 #include "base/config.h"
+#include "base/log.h"
+#include "coll/tune.h"
 #include "pmpi/comm_state.h"
 
 #define GCOLL_EXPORT __attribute__((visibility("default")))
 
-extern "C" {
+namespace {
 
-GCOLL_EXPORT const char *gcoll_version(void) { return GCOLL_VERSION_STRING; }
-
-GCOLL_EXPORT int gcoll_enabled(void) { return gcoll::config().enable ? 1 : 0; }
-
-GCOLL_EXPORT int gcoll_live_comm_states(void) { return gcoll::live_comm_states(); }
-
-GCOLL_EXPORT int gcoll_print_info(FILE *out) {
+int print_info(FILE *out) {
   using namespace gcoll;
   const ParsedConfig &pc = process_config();
   int rc = 0;
@@ -39,7 +35,35 @@ GCOLL_EXPORT int gcoll_print_info(FILE *out) {
                   d.help) < 0;
   }
   for (const auto &m : pc.messages) rc |= fprintf(out, "warning: %s\n", m.c_str()) < 0;
+  rc |= fprintf(out, "\n%s", describe_algorithms(pc.config.tune).c_str()) < 0;
   return rc ? -1 : 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+GCOLL_EXPORT const char *gcoll_version(void) { return GCOLL_VERSION_STRING; }
+
+// Parsing the settings allocates: no exception may reach the caller (C has none).
+GCOLL_EXPORT int gcoll_enabled(void) {
+  try {
+    return gcoll::config().enable ? 1 : 0;
+  } catch (...) {
+    gcoll::log_exception("gcoll_enabled");
+    return 0;
+  }
+}
+
+GCOLL_EXPORT int gcoll_live_comm_states(void) { return gcoll::live_comm_states(); }
+
+GCOLL_EXPORT int gcoll_print_info(FILE *out) {
+  try {
+    return print_info(out);
+  } catch (...) {
+    gcoll::log_exception("gcoll_print_info");
+    return -1;
+  }
 }
 
 }  // extern "C"

@@ -5,25 +5,19 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
-#include "coll/tune.h"
+#include "coll/engine.h"
+#include "cuda/device.h"
 #include "pmpi/comm_state.h"
 #include "pmpi/dispatch.h"
-#include "pmpi/engine_setup.h"
-#include "cuda/device.h"
 #include "pmpi/errors.h"
 #include "pmpi/memory.h"
 #include "pmpi/mpi_types.h"
 #include "pmpi/runtime.h"
 #include "pmpi/staged.h"
-#include "ucx/transport.h"
 
 namespace gcoll {
 
 namespace {
-
-// Below this, UCX sends messages eagerly (its rendezvous thresholds are 8 KiB and more
-// unless UCX_RNDV_THRESH is lowered below this).
-constexpr std::size_t kRendezvousMinBytes = 1024;
 
 // Size in bytes of `count` elements, for stats. Only called after the MPI accepted the
 // datatype (a bad one must reach the error handler through the collective, not here).
@@ -40,30 +34,13 @@ Status run_engine(MPI_Comm comm, const CollArgs &a, int device, EngineRecord *re
   CommState *cs = nullptr;
   Engine *e = nullptr;
   Status st = comm_state(comm, &cs);
-  if (ok(st)) st = engine_for(cs, &e);
-  if (ok(st)) st = select_space(cs, e, a.mem, device);
+  if (ok(st)) st = cs->engine.get(cs->comm, cs->inter, cs->id, &e);
   if (!ok(st)) return st;
-  const Algorithm *algo = select_algorithm(user_tune_rules(), a, e->topo);
-  if (!algo) return Status::NotSupported;
-  const std::uint64_t intra0 = e->space->bytes_published, inter0 = e->rail ? e->rail->bytes_sent() : 0;
-  e->call_steps = 0;
-  e->space->begin_call();
-  st = algo->run(*e, a);
-  if (ok(st)) st = e->space->finish();
-  // A rank whose receives completed may still owe its senders the acknowledgement of a
-  // rendezvous, which only its own progress sends. Leave only when every rail peer is
-  // done: then nobody waits for us. Small messages go eagerly and owe nothing. (The
-  // condition is rank-uniform: the same size on every rank of the rail.)
-  if (ok(st) && e->rail && a.bytes() >= kRendezvousMinBytes)
-    st = ucx::progress_barrier(e->topo.rail_comm, e->timeout_s);
-  rec->algo = algorithm_index(algo);
-  rec->inter_steps = e->call_steps;
-  rec->intra = e->space->bytes_published - intra0;
-  rec->inter = (e->rail ? e->rail->bytes_sent() : 0) - inter0;
-  cs->seq.fetch_add(1, std::memory_order_relaxed);
-  GCOLL_TRACE("%s on communicator #%llu: @%s, %s memory, %zu bytes, intra %llu, inter %llu", coll_name(a.coll),
-              static_cast<unsigned long long>(cs->id), algo->name, a.mem == MemKind::Device ? "device" : "host",
-              a.bytes(), static_cast<unsigned long long>(rec->intra), static_cast<unsigned long long>(rec->inter));
+  st = e->run(a, device, rec);
+  // The GPU of the communicator's device engine, once it has one: buffers elsewhere are
+  // then not the engine's (memory.cc).
+  if (e->device >= 0) cs->device = e->device;
+  if (st != Status::NotSupported) cs->seq.fetch_add(1, std::memory_order_relaxed);
   return st;
 }
 

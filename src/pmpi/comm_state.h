@@ -33,10 +33,7 @@ struct CommState {
   bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank
   int device = -1;              // this rank's GPU for the device engine (set at its first device call)
 
-  enum class EngineState { Untried, Ready, Unavailable };
-  std::mutex engine_mu;
-  EngineState engine_state = EngineState::Untried;
-  std::unique_ptr<Engine> engine;  // released with the state (communicator freed / finalize)
+  EngineSlot engine;  // gcoll's engine for it; released with the state (freed / finalize)
 };
 
 namespace detail {

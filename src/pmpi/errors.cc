@@ -1,7 +1,5 @@
 #include "pmpi/errors.h"
 
-#include <exception>
-
 #include "base/log.h"
 
 namespace gcoll {
@@ -22,18 +20,6 @@ int mpi_error_class(Status s) {
     case Status::ErrInternal: return MPI_ERR_INTERN;
   }
   return MPI_ERR_UNKNOWN;
-}
-
-void log_exception(const char *what) noexcept {
-  // Called from a catch block: the exception in flight says what it was.
-  const char *text = "not a std::exception";
-  try {
-    throw;
-  } catch (const std::exception &e) {
-    text = e.what();
-  } catch (...) {
-  }
-  GCOLL_WARN("%s: unexpected C++ exception (%s)", what, text);
 }
 
 int raise_error(MPI_Comm comm, Status s, const char *func, const char *detail) {

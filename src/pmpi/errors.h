@@ -6,6 +6,7 @@
 
 #include <new>
 
+#include "base/log.h"
 #include "base/status.h"
 
 namespace gcoll {
@@ -25,7 +26,7 @@ int raise_error(MPI_Comm comm, Status s, const char *func, const char *detail);
 // other error. The handler runs outside the catch block, so an application handler
 // that throws its own exception (C++ MPI bindings) propagates it as MPI would.
 // Collective setup steps catch their own allocation failures before they agree with
-// the other ranks (engine_setup.cc): this is the last resort, for the rest.
+// the other ranks (coll/engine.cc): this is the last resort, for the rest.
 template <class Body, class OnException>
 int guarded(MPI_Comm comm, const char *func, Body &&body, OnException &&on_exception) {
   Status failed = Status::Ok;
@@ -40,9 +41,6 @@ int guarded(MPI_Comm comm, const char *func, Body &&body, OnException &&on_excep
   return raise_error(comm, failed, func,
                      failed == Status::ErrNoMem ? "out of memory inside gcoll" : "unexpected internal error in gcoll");
 }
-
-// Logs "<what>: unexpected C++ exception (<its what()>)" as a warning, never throwing.
-void log_exception(const char *what) noexcept;
 
 // Runs `body` and reports whether it completed: false after any exception (logged with
 // `what`). For code that MPI itself calls (attribute delete callbacks, the finalize hook),

@@ -12,10 +12,10 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "coll/engine.h"
+#include "coll/tune.h"
 #include "pmpi/comm_state.h"
 #include "pmpi/errors.h"
 #include "pmpi/staged.h"
-#include "ucx/transport.h"
 
 namespace gcoll {
 
@@ -44,7 +44,7 @@ int teardown(MPI_Comm, int, void *, void *) {
   const bool done = no_throw("teardown in MPI_Finalize", [] {
     release_all_comm_states();
     release_staging();
-    ucx::finalize();
+    engine_shutdown();
   });
   detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);
   return done ? MPI_SUCCESS : MPI_ERR_INTERN;
@@ -56,8 +56,10 @@ void apply_logging(const ParsedConfig &pc) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   log_set_rank(rank);
   // Setting problems: once per job (rank 0), or on every rank when asked for more output.
-  if (rank == 0 || log_on(LogLevel::Info))
+  if (rank == 0 || log_on(LogLevel::Info)) {
     for (const auto &m : pc.messages) log_write(LogLevel::Warn, "%s", m.c_str());
+    if (!user_tune_error().empty()) log_write(LogLevel::Warn, "GCOLL_TUNE ignored: %s", user_tune_error().c_str());
+  }
 }
 
 }  // namespace

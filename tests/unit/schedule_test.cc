@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
 #include <numeric>
+#include <tuple>
 
+#include "coll/algorithms.h"
 #include "coll/rail.h"
 #include "coll/tune.h"
 #include "topo/topology.h"
@@ -41,6 +46,218 @@ TEST(Schedule, RecursiveDoublingSteps) {
     int ceil_log = 0;
     while ((1 << ceil_log) < n) ++ceil_log;
     EXPECT_LE(rd_steps(n), ceil_log + 2) << n;
+  }
+}
+
+// ---- inter-node schedules, run on paper -----------------------------------------------
+// Every rail rank's step list for an allreduce (sum of int64) of `count` elements among n
+// ranks, executed in lock step the way RailAllreduce runs them: a step posts its send and
+// its receive, completes when its message has arrived, then reduces. Messages match by
+// (source, destination, tag) and must have exactly the size the receiver posted.
+struct SimRun {
+  std::vector<std::vector<RailStep>> steps;        // per rank
+  std::vector<std::vector<std::int64_t>> buf;      // per rank, the result in the end
+  std::vector<std::size_t> sent_bytes;             // per rank
+  std::vector<std::vector<std::pair<int, int>>> peers;  // per rank and step: (dst, src)
+  bool ok = true;
+  std::string error;
+};
+
+std::int64_t input(int rank, std::size_t i) { return static_cast<std::int64_t>((rank * 131 + i * 7) % 1000); }
+
+bool overlap(const void *a, std::size_t an, const void *b, std::size_t bn) {
+  const char *x = static_cast<const char *>(a), *y = static_cast<const char *>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+
+SimRun run_schedule(ScheduleBuilder build, int n, std::size_t count) {
+  SimRun r;
+  const std::size_t elem = sizeof(std::int64_t);
+  r.buf.resize(n);
+  std::vector<std::vector<std::int64_t>> tmp(n);
+  r.steps.resize(n);
+  r.sent_bytes.assign(n, 0);
+  r.peers.resize(n);
+  for (int k = 0; k < n; ++k) {
+    r.buf[k].resize(count);
+    tmp[k].assign(count + 1, -1);
+    for (std::size_t i = 0; i < count; ++i) r.buf[k][i] = input(k, i);
+    ScheduleArgs a;
+    a.n = n;
+    a.rank = k;
+    a.count = count;
+    a.elem = elem;
+    a.buf = r.buf[k].data();
+    a.tmp = tmp[k].data();
+    build(a, &r.steps[k]);
+    for (const auto &s : r.steps[k]) {
+      r.peers[k].push_back({s.dst, s.src});
+      if (s.dst == k || s.src == k || s.dst >= n || s.src >= n || s.tag < 0 || s.tag > 0xfff ||
+          overlap(s.sbuf, s.sbytes, s.rbuf, s.rbytes)) {
+        r.ok = false;
+        r.error = "bad step on rank " + std::to_string(k);
+        return r;
+      }
+    }
+  }
+  std::map<std::tuple<int, int, int>, std::deque<std::vector<char>>> wire;
+  std::vector<std::size_t> next(n, 0);
+  std::vector<bool> posted(n, false);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int k = 0; k < n; ++k) {
+      if (next[k] >= r.steps[k].size()) continue;
+      const RailStep &s = r.steps[k][next[k]];
+      if (!posted[k]) {
+        posted[k] = progress = true;
+        if (s.dst >= 0) {
+          const char *p = static_cast<const char *>(s.sbuf);
+          wire[{k, s.dst, s.tag}].emplace_back(p, p + s.sbytes);
+          r.sent_bytes[k] += s.sbytes;
+        }
+      }
+      if (s.src >= 0) {
+        auto it = wire.find({s.src, k, s.tag});
+        if (it == wire.end() || it->second.empty()) continue;  // not arrived yet
+        if (it->second.front().size() != s.rbytes) {
+          r.ok = false;
+          r.error = "size mismatch on rank " + std::to_string(k);
+          return r;
+        }
+        if (s.rbytes) std::memcpy(s.rbuf, it->second.front().data(), s.rbytes);
+        it->second.pop_front();
+      }
+      auto *acc = static_cast<std::int64_t *>(s.acc);
+      const auto *in = static_cast<const std::int64_t *>(s.rbuf);
+      for (std::size_t i = 0; acc && i < s.elems; ++i) acc[i] += in[i];
+      ++next[k];
+      posted[k] = false;
+      progress = true;
+    }
+  }
+  for (int k = 0; k < n; ++k)
+    if (next[k] < r.steps[k].size()) {
+      r.ok = false;
+      r.error = "deadlock: rank " + std::to_string(k) + " stuck at step " + std::to_string(next[k]);
+      return r;
+    }
+  for (const auto &w : wire)
+    if (!w.second.empty()) {
+      r.ok = false;
+      r.error = "a message nobody received";
+      return r;
+    }
+  return r;
+}
+
+TEST(Schedule, EveryScheduleComputesTheAllreduce) {
+  int checked = 0;
+  for (const auto &algo : algorithms()) {
+    if (!algo.schedule) continue;
+    for (int n = 2; n <= 9; ++n)
+      for (std::size_t count : {1u, 2u, 3u, 5u, 8u, 17u, 1000u}) {
+        const SimRun r = run_schedule(algo.schedule, n, count);
+        ASSERT_TRUE(r.ok) << algo.name << " n=" << n << " count=" << count << ": " << r.error;
+        for (int k = 0; k < n; ++k)
+          for (std::size_t i = 0; i < count; ++i) {
+            std::int64_t expect = 0;
+            for (int q = 0; q < n; ++q) expect += input(q, i);
+            ASSERT_EQ(r.buf[k][i], expect) << algo.name << " n=" << n << " count=" << count << " rank " << k;
+          }
+        ++checked;
+      }
+  }
+  EXPECT_GE(checked, 4 * 8 * 7);  // oneshot's rd, rd, ring, rabenseifner
+}
+
+TEST(Schedule, RingAndRabenseifnerSend2NMinus1OverNOfTheBuffer) {
+  // Summed over the rail, both send exactly 2(n-1) x S: 2(n-1)/n x S per rank on average
+  // (the traffic test's bound); Rabenseifner's fold sends the whole buffer twice per pair.
+  for (ScheduleBuilder b : {schedule_ring, schedule_rabenseifner})
+    for (int n = 2; n <= 9; ++n)
+      for (std::size_t count : {1u, 7u, 1000u, 65537u}) {
+        const SimRun r = run_schedule(b, n, count);
+        ASSERT_TRUE(r.ok) << r.error;
+        const std::size_t total = std::accumulate(r.sent_bytes.begin(), r.sent_bytes.end(), std::size_t{0});
+        EXPECT_EQ(total, 2 * (n - 1) * count * sizeof(std::int64_t)) << "n=" << n << " count=" << count;
+      }
+}
+
+TEST(Schedule, RabenseifnerPowerOfTwo) {
+  // 8 ranks: halving with partners at distance 4, 2, 1, then doubling at 1, 2, 4; every rank
+  // sends (p-1)/p of the buffer in each phase: 1/2, 1/4, 1/8, then 1/8, 1/4, 1/2.
+  const int n = 8;
+  const std::size_t count = 64, S = count * sizeof(std::int64_t);
+  const SimRun r = run_schedule(schedule_rabenseifner, n, count);
+  ASSERT_TRUE(r.ok) << r.error;
+  const int dist[6] = {4, 2, 1, 1, 2, 4};
+  const std::size_t part[6] = {S / 2, S / 4, S / 8, S / 8, S / 4, S / 2};
+  for (int k = 0; k < n; ++k) {
+    ASSERT_EQ(r.steps[k].size(), 6u);
+    for (int i = 0; i < 6; ++i) {
+      const RailStep &s = r.steps[k][i];
+      EXPECT_EQ(s.dst, k ^ dist[i]);
+      EXPECT_EQ(s.src, k ^ dist[i]);
+      EXPECT_EQ(s.sbytes, part[i]);
+      EXPECT_EQ(s.rbytes, part[i]);
+      EXPECT_EQ(s.acc != nullptr, i < 3) << "reduce in the reduce-scatter only";
+    }
+    EXPECT_EQ(r.sent_bytes[k], 2 * (n - 1) * S / n);
+  }
+  // Two ranks: one exchange of halves each way.
+  const SimRun two = run_schedule(schedule_rabenseifner, 2, 5);
+  ASSERT_TRUE(two.ok) << two.error;
+  EXPECT_EQ(two.steps[0].size(), 2u);
+  EXPECT_EQ(two.steps[0][0].sbytes, 2 * sizeof(std::int64_t));  // rank 0 keeps the larger lower half (3)
+  EXPECT_EQ(two.steps[1][0].sbytes, 3 * sizeof(std::int64_t));
+}
+
+TEST(Schedule, RabenseifnerNonPowersOfTwoFold) {
+  // n = p + extra: ranks 0 .. 2 extra - 1 pair up; the even one sends its whole buffer to
+  // the odd one, sits out, and gets the whole result back (2 steps); everyone else runs
+  // 2 log2(p) steps of the power of two, the odd ones of the pairs 2 more.
+  for (int n : {3, 5, 6, 7}) {
+    int p = 1, lg = 0;
+    while (p * 2 <= n) p *= 2, ++lg;
+    const int extra = n - p;
+    const std::size_t count = 840, S = count * sizeof(std::int64_t);  // 840: divisible by 1..8
+    const SimRun r = run_schedule(schedule_rabenseifner, n, count);
+    ASSERT_TRUE(r.ok) << "n=" << n << ": " << r.error;
+    for (int k = 0; k < n; ++k) {
+      const auto &st = r.steps[k];
+      if (k < 2 * extra && k % 2 == 0) {
+        ASSERT_EQ(st.size(), 2u) << "n=" << n << " rank " << k;
+        EXPECT_EQ(r.peers[k][0], std::make_pair(k + 1, -1));
+        EXPECT_EQ(r.peers[k][1], std::make_pair(-1, k + 1));
+        EXPECT_EQ(st[0].sbytes, S);
+        EXPECT_EQ(st[1].rbytes, S);
+        EXPECT_EQ(r.sent_bytes[k], S);
+        continue;
+      }
+      const bool folds = k < 2 * extra;
+      ASSERT_EQ(st.size(), static_cast<std::size_t>(2 * lg + (folds ? 2 : 0))) << "n=" << n << " rank " << k;
+      if (folds) {
+        EXPECT_EQ(r.peers[k].front(), std::make_pair(-1, k - 1));
+        EXPECT_EQ(r.peers[k].back(), std::make_pair(k - 1, -1));
+        EXPECT_EQ(st.front().rbytes, S);
+        EXPECT_EQ(st.front().elems, count);  // the fold reduces the whole buffer
+        EXPECT_EQ(st.back().sbytes, S);
+      }
+      // The power-of-two part talks only to ranks that take part (odd ones of the pairs
+      // and those past the pairs), sending (p-1)/p of the buffer in each phase.
+      std::size_t mid = 0;
+      for (std::size_t i = folds ? 1 : 0; i < st.size() - (folds ? 1 : 0); ++i) {
+        const int q = st[i].dst;
+        EXPECT_EQ(st[i].src, q);
+        EXPECT_TRUE(q >= 2 * extra || q % 2 == 1) << "n=" << n << " rank " << k << " talks to " << q;
+        mid += st[i].sbytes;
+      }
+      EXPECT_EQ(mid, 2 * (p - 1) * S / p) << "n=" << n << " rank " << k;
+    }
+    const int most = static_cast<int>(std::max_element(r.steps.begin(), r.steps.end(), [](auto &a, auto &b) {
+                                        return a.size() < b.size();
+                                      })->size());
+    EXPECT_EQ(most, 2 * lg + 2) << n;
   }
 }
 
@@ -161,6 +378,20 @@ TEST(Tune, SelectionFollowsSizeAndUserRulesFirst) {
   std::string err;
   ASSERT_TRUE(parse_tune("allreduce:0-inf:@rd", &user, &err));
   EXPECT_STREQ(select_algorithm(user, a, t)->name, "rd");
+  ASSERT_TRUE(parse_tune("allreduce:1M-inf:@rabenseifner", &user, &err)) << err;
+  EXPECT_STREQ(select_algorithm(user, a, t)->name, "rabenseifner");
+  EXPECT_EQ(select_algorithm(user, a, t)->schedule, schedule_rabenseifner);
+}
+
+TEST(Tune, AlgorithmTableNamesDefaultsAndUnknownRules) {
+  const std::string table = describe_algorithms("");
+  EXPECT_NE(table.find("rabenseifner"), std::string::npos);
+  EXPECT_NE(table.find("oneshot       0-16K"), std::string::npos) << table;
+  EXPECT_EQ(table.find("GCOLL_TUNE ignored"), std::string::npos);
+  const std::string bad = describe_algorithms("allreduce:0-inf:@rabenseifnr");
+  EXPECT_NE(bad.find("warning: GCOLL_TUNE ignored: unknown algorithm '@rabenseifnr'"), std::string::npos) << bad;
+  const std::string good = describe_algorithms("allreduce:64K-inf:@rabenseifner");
+  EXPECT_NE(good.find("allreduce:64K-inf:@rabenseifner"), std::string::npos) << good;
 }
 
 }  // namespace

@@ -1,0 +1,191 @@
+// The engine's front door (engine.h): a communicator's engine, built collectively at its
+// first engine call (EngineSlot::get), and one call run from start to end (Engine::run),
+// its completion protocol included. src/pmpi sees only these two and the algorithm table.
+#include <functional>
+#include <new>
+#include <string>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "coll/algorithms.h"
+#include "coll/cuda_space.h"
+#include "coll/host_space.h"
+#include "coll/tune.h"
+#include "ucx/transport.h"
+
+namespace gcoll {
+
+namespace {
+
+// Below this, UCX sends messages eagerly (its rendezvous thresholds are 8 KiB and more
+// unless UCX_RNDV_THRESH is lowered below this).
+constexpr std::size_t kRendezvousMinBytes = 1024;
+
+// Settings that must be equal on every rank for the ranks to run the same schedule.
+long long schedule_fingerprint() {
+  const Config &c = config();
+  const std::string s = std::to_string(c.ranks_per_node) + "|" + c.tune + "|" + std::to_string(c.chunk_size) + "|" +
+                        (c.host_engine ? "engine" : "mpi");
+  return static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffffffULL);
+}
+
+// Local allocations of a collective setup fail here, as a status, so that the rank still
+// takes part in the agreement that follows (an exception would leave its peers waiting).
+template <class F>
+Status without_exceptions(const char *what, F &&f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc &) {
+    GCOLL_WARN("%s: out of memory", what);
+    return Status::ErrNoMem;
+  } catch (...) {
+    log_exception(what);
+    return Status::ErrInternal;
+  }
+}
+
+Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
+  auto e = std::make_unique<Engine>();
+  e->comm = comm;
+  const Config &c = config();
+  Status st = build_topology(comm, c.ranks_per_node, &e->topo);
+  if (!ok(st)) return st;
+  e->timeout_s = c.timeout_s;
+  HostSpaceOptions opt;
+  opt.bank_bytes = c.chunk_size;
+  opt.timeout_s = c.timeout_s;
+  if (e->topo.num_nodes > 1) opt.progress = [] { ucx::progress(); };
+  st = create_host_space(e->topo.node_comm, opt, &e->host_space);
+  if (!ok(st)) return st;
+  e->space = e->host_space.get();
+  e->chunk_bytes = e->space->capacity();
+  e->scratch.resize(4 * e->chunk_bytes);  // two slices in flight + their receive buffers
+  if (e->topo.num_nodes > 1 && e->topo.rail_comm != MPI_COMM_NULL) {
+    ucx::Options uo;
+    uo.flush_owed_on_wait = false;  // every engine call ends with a progress barrier instead
+    ucx::init(uo);                  // the first init's options apply; failures surface in create()
+    st = ucx::Group::create(e->topo.rail_comm, &e->rail);
+    if (!ok(st)) return st;
+  }
+  *out = std::move(e);
+  return Status::Ok;
+}
+
+}  // namespace
+
+EngineSlot::EngineSlot() = default;
+EngineSlot::~EngineSlot() = default;
+
+Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ == State::Unavailable) return Status::NotSupported;
+  if (state_ == State::Ready) {
+    *out = engine_.get();
+    return Status::Ok;
+  }
+  // First engine call on this communicator (the same call on every rank).
+  if (inter) {  // rank-uniform: every rank sees the same kind of communicator
+    state_ = State::Unavailable;
+    return Status::NotSupported;
+  }
+  // Agree on the settings first: a mismatch would make ranks run different schedules.
+  long long fp[2] = {schedule_fingerprint(), -schedule_fingerprint()};
+  if (PMPI_Allreduce(MPI_IN_PLACE, fp, 2, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) return Status::ErrComm;
+  if (fp[0] != -fp[1]) {
+    GCOLL_WARN("GCOLL_* engine settings differ between the ranks of a communicator; it uses the MPI's collectives");
+    state_ = State::Unavailable;
+    return Status::NotSupported;
+  }
+  std::unique_ptr<Engine> e;
+  const Status st = without_exceptions("engine setup", [&] { return build(comm, &e); });
+  int good = ok(st) ? 1 : 0;
+  if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
+  if (!good) {
+    if (!ok(st)) GCOLL_WARN("engine setup failed (%s); this communicator uses the MPI's collectives", status_name(st));
+    state_ = State::Unavailable;
+    return Status::NotSupported;
+  }
+  GCOLL_INFO("engine on communicator #%llu: %d nodes, %d local ranks (node %d), %d rails",
+             static_cast<unsigned long long>(id), e->topo.num_nodes, e->topo.local_size, e->topo.node,
+             e->topo.min_local);
+  e->id = id;
+  engine_ = std::move(e);
+  state_ = State::Ready;
+  *out = engine_.get();
+  return Status::Ok;
+}
+
+Status Engine::select_space(MemKind mem, int gpu) {
+  if (mem == MemKind::Host) {
+    space = host_space.get();
+    work = scratch.data();
+    chunk_bytes = space->capacity();
+    return Status::Ok;
+  }
+  std::lock_guard<std::mutex> lock(device_mu);
+  if (device_state == DeviceState::Untried) {
+    Status st = Status::NotSupported;
+    if (topo.num_nodes == 1) {  // rank-uniform (agreed topology): no collective otherwise
+      const Config &c = config();
+      CudaSpaceOptions o;
+      o.device = gpu;
+      o.bank_bytes = c.device_chunk_size;
+      o.timeout_s = c.timeout_s;
+      o.ipc_cache_bytes = c.ipc_cache_size;
+      st = without_exceptions("device engine setup", [&] { return create_cuda_space(topo.node_comm, o, &device_space); });
+      int good = ok(st) ? 1 : 0;
+      if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
+      if (!good) {
+        if (!ok(st) && st != Status::NotSupported)
+          GCOLL_WARN("device engine setup failed (%s); device buffers on this communicator are staged",
+                     status_name(st));
+        device_space.reset();
+        st = Status::NotSupported;
+      }
+    }
+    if (ok(st)) {
+      device_state = DeviceState::Ready;
+      device = gpu;
+      GCOLL_INFO("device engine on communicator #%llu: GPU %d, %d local ranks", static_cast<unsigned long long>(id),
+                 gpu, topo.local_size);
+    } else {
+      device_state = DeviceState::Unavailable;
+    }
+  }
+  if (device_state != DeviceState::Ready) return Status::NotSupported;
+  space = device_space.get();
+  work = space->work_area();
+  chunk_bytes = space->capacity();
+  return Status::Ok;
+}
+
+Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
+  Status st = select_space(a.mem, gpu);
+  if (!ok(st)) return st;
+  const Algorithm *algo = select_algorithm(user_tune_rules(), a, topo);
+  if (!algo) return Status::NotSupported;
+  const std::uint64_t intra0 = space->bytes_published, inter0 = rail ? rail->bytes_sent() : 0;
+  call_steps = 0;
+  space->begin_call();
+  st = algo->run(*this, a);
+  if (ok(st)) st = space->finish();
+  // A rank whose receives completed may still owe its senders the acknowledgement of a
+  // rendezvous, which only its own progress sends. Leave only when every rail peer is
+  // done: then nobody waits for us. Small messages go eagerly and owe nothing. (The
+  // condition is rank-uniform: the same size on every rank of the rail.)
+  if (ok(st) && rail && a.bytes() >= kRendezvousMinBytes) st = ucx::progress_barrier(topo.rail_comm, timeout_s);
+  rec->algo = algorithm_index(algo);
+  rec->inter_steps = call_steps;
+  rec->intra = space->bytes_published - intra0;
+  rec->inter = (rail ? rail->bytes_sent() : 0) - inter0;
+  GCOLL_TRACE("%s on communicator #%llu: @%s, %s memory, %zu bytes, intra %llu, inter %llu", coll_name(a.coll),
+              static_cast<unsigned long long>(id), algo->name, a.mem == MemKind::Device ? "device" : "host",
+              a.bytes(), static_cast<unsigned long long>(rec->intra), static_cast<unsigned long long>(rec->inter));
+  return st;
+}
+
+Engine::~Engine() = default;
+
+void engine_shutdown() { ucx::finalize(); }
+
+}  // namespace gcoll
