@@ -118,11 +118,11 @@ class CudaSpace final : public MemSpace {
     bytes_published += bytes;
     if (!bytes) return Status::Ok;
     DeviceScope d(opt_.device);
-    return cuda_status(rt().memcpy_async(bank(local_rank(), epoch_ & 1) + at, src, bytes, stream_),
-                       "publish (device copy)");
+    return failed_if(cuda_status(rt().memcpy_async(bank(local_rank(), epoch_ & 1) + at, src, bytes, stream_),
+                                 "publish (device copy)"));
   }
   Status sync() override {
-    Status st = drain();
+    Status st = failed_if(drain());
     ctl_->while_waiting = while_waiting;
     const Status s2 = ctl_->sync();  // always: the peers count my syncs
     ctl_->while_waiting = nullptr;
@@ -147,7 +147,7 @@ class CudaSpace final : public MemSpace {
       if (done > 0) batch[k++] = dst;
       while (k < max && done < m) batch[k++] = srcs[done++];
       const Status st = cuda_status(rt().reduce(t, op, dst, batch, k, count, stream_), "reduce kernel");
-      if (!ok(st)) return st;
+      if (!ok(st)) return failed_if(st);
     }
     return Status::Ok;
   }
@@ -155,7 +155,7 @@ class CudaSpace final : public MemSpace {
   Status copy(void *dst, const void *src, std::size_t bytes) override {
     if (!bytes || dst == src) return Status::Ok;
     DeviceScope d(opt_.device);
-    return cuda_status(rt().memcpy_async(dst, src, bytes, stream_), "copy (device copy)");
+    return failed_if(cuda_status(rt().memcpy_async(dst, src, bytes, stream_), "copy (device copy)"));
   }
 
   // The application may have written its buffers with work still in flight on its
@@ -165,11 +165,15 @@ class CudaSpace final : public MemSpace {
   // stream first. A failure is reported by that sync (every rank still takes part).
   void begin_call() override {
     open_cache_.begin_call();
+    ctl_->begin_call();
     DeviceScope d(opt_.device);
     pending_ = cuda_status(rt().order_after_default_streams(stream_, order_), "ordering after the application's work");
   }
 
   Status finish() override { return sync(); }
+
+  // My part failed: the peers learn it at the next sync (the flags' segment carries it).
+  void mark_failed() override { ctl_->mark_failed(); }
 
   char *work_area() override { return static_cast<char *>(work_); }
 
@@ -198,7 +202,7 @@ class CudaSpace final : public MemSpace {
       }
     }
     const Status s2 = ctl_->publish(slot * sizeof(Exposure), &rec, sizeof rec);
-    return ok(st) ? s2 : st;
+    return failed_if(ok(st) ? s2 : st);
   }
 
   Status exposed(int lr, int slot, void **out) override {
@@ -216,13 +220,20 @@ class CudaSpace final : public MemSpace {
     DeviceScope d(opt_.device);
     void *base = nullptr;
     const Status st = open_cache_.open(lr, rec.base, rec.size, rec.id, rec.handle, &base);
-    if (!ok(st)) return st;
+    if (!ok(st)) return failed_if(st);
     *out = static_cast<char *>(base) + rec.offset;
     return Status::Ok;
   }
 
  private:
   char *bank(int lr, std::uint64_t which) const { return peers_[lr] + which * opt_.bank_bytes; }
+
+  // A failure of my part of the call (not NotSupported, which is decided alike on every
+  // rank before anything moves) is reported to every peer at the next sync.
+  Status failed_if(Status st) {
+    if (!ok(st) && st != Status::NotSupported) mark_failed();
+    return st;
+  }
 
   // Waits until everything enqueued on my stream is done: polls an event, spinning
   // briefly, then yielding, then sleeping (ranks sharing a GPU and cores must let each

@@ -22,10 +22,12 @@ namespace {
 
 constexpr std::size_t kLine = 64;
 
-// One cache line per rank: its sync epoch and pid (for dead-peer detection).
+// One cache line per rank: its sync epoch, pid (for dead-peer detection), and the epoch
+// of the sync that reports its failure in a call (mark_failed; 0: none yet).
 struct alignas(kLine) Control {
   std::atomic<std::uint64_t> epoch;
   std::int64_t pid;
+  std::atomic<std::uint64_t> failed_at;
 };
 
 class HostSpace final : public MemSpace {
@@ -46,13 +48,27 @@ class HostSpace final : public MemSpace {
   }
   Status sync() override {
     const std::uint64_t e = ++epoch_;
-    control(lr_)->epoch.store(e, std::memory_order_release);
+    control(lr_)->epoch.store(e, std::memory_order_release);  // publishes failed_at too
     for (int p = 0; p < n_; ++p) {
       if (p == lr_) continue;
       Status st = wait_for(p, e);
       if (!ok(st)) return st;
     }
+    // Epochs advance alike on every rank, so a failure reported at a sync of this call
+    // (after call_start_) and not after this one is seen by every rank at the same sync.
+    for (int p = 0; p < n_; ++p) {
+      const std::uint64_t f = control(p)->failed_at.load(std::memory_order_acquire);
+      if (f > call_start_ && f <= e) return Status::ErrInternal;
+    }
     return Status::Ok;
+  }
+
+  void begin_call() override { call_start_ = epoch_; }
+
+  void mark_failed() override {
+    Control *c = control(lr_);
+    if (c->failed_at.load(std::memory_order_relaxed) <= call_start_)  // the first failure of the call
+      c->failed_at.store(epoch_ + 1, std::memory_order_relaxed);      // reported by my next sync
   }
 
   const void *peer(int lr) const override { return bank(lr, (epoch_ - 1) & 1); }
@@ -110,6 +126,7 @@ class HostSpace final : public MemSpace {
   char *base_;
   std::size_t bytes_;
   std::uint64_t epoch_ = 0;
+  std::uint64_t call_start_ = 0;  // epoch_ at the current call's begin_call()
 };
 
 std::atomic<unsigned> g_segment_counter{0};
@@ -155,6 +172,7 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
     auto *c = reinterpret_cast<Control *>(static_cast<char *>(base) + lr * sizeof(Control));
     c->epoch.store(0, std::memory_order_relaxed);
     c->pid = getpid();
+    c->failed_at.store(0, std::memory_order_relaxed);
   }
   // Everyone mapped (or failed): unlink now, so a killed job leaves nothing behind.
   const int rc = PMPI_Allreduce(&mapped, &all_mapped, 1, MPI_INT, MPI_MIN, node_comm);

@@ -57,6 +57,13 @@ class MemSpace {
   virtual void begin_call() {}
   virtual Status finish() { return Status::Ok; }
 
+  // This rank's part of the current call failed (a device error, a peer's buffer it could
+  // not map). Every rank's next sync() of the call, and each one after, returns
+  // ErrInternal, so that no rank returns a result that lacks this rank's part: an error
+  // on every rank instead of a silent wrong answer on some. The rank must still take
+  // part in that sync (the algorithms sync on every rank whatever happened).
+  virtual void mark_failed() {}
+
   // Memory for an algorithm's private intermediate results, where reduce() and copy()
   // may write (at least 4 x capacity() bytes); nullptr: use host memory (the engine's).
   virtual char *work_area() { return nullptr; }
