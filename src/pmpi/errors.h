@@ -24,7 +24,11 @@ int raise_error(MPI_Comm comm, Status s, const char *func, const char *detail);
 // return code). No C++ exception gets past it: std::bad_alloc becomes MPI_ERR_NO_MEM and
 // anything else MPI_ERR_INTERN, raised through the error handler of `comm` like every
 // other error. The handler runs outside the catch block, so an application handler
-// that throws its own exception (C++ MPI bindings) propagates it as MPI would.
+// that throws its own exception (C++ MPI bindings) propagates it. An exception that the
+// application's own code throws while MPI calls it back inside the call (a throwing error
+// handler or user op; unwinding through the C MPI library is undefined anyway) is caught
+// here like gcoll's own: the handler then runs once more, outside, and what it throws
+// propagates.
 // Collective setup steps catch their own allocation failures before they agree with
 // the other ranks (coll/engine.cc): this is the last resort, for the rest.
 template <class Body, class OnException>
