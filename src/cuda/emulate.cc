@@ -30,6 +30,7 @@
 #include <random>
 #include <shared_mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
