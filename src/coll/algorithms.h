@@ -2,7 +2,7 @@
 #pragma once
 
 #include "coll/engine.h"
-#include "coll/memspace.h"
+#include "mem/memspace.h"
 #include "coll/rail.h"
 
 namespace gcoll {

@@ -8,8 +8,8 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "coll/algorithms.h"
-#include "coll/cuda_space.h"
-#include "coll/host_space.h"
+#include "mem/cuda_space.h"
+#include "mem/host_space.h"
 #include "coll/tune.h"
 #include "ucx/transport.h"
 

@@ -17,7 +17,7 @@
 
 namespace gcoll {
 
-class MemSpace;  // coll/memspace.h: algorithms include it, src/pmpi does not need it
+class MemSpace;  // mem/memspace.h: algorithms include it, src/pmpi does not need it
 namespace ucx {
 class Group;
 }

@@ -7,7 +7,7 @@
 
 #include "base/status.h"
 #include "coll/engine.h"
-#include "coll/memspace.h"
+#include "mem/memspace.h"
 #include "kernels/types.h"
 #include "ucx/transport.h"
 

@@ -13,7 +13,7 @@
 #include "pmpi/memory.h"
 #include "pmpi/mpi_types.h"
 #include "pmpi/runtime.h"
-#include "pmpi/staged.h"
+#include "coll/staged.h"
 
 namespace gcoll {
 
@@ -133,7 +133,17 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
     }
     path = in.mem == CallMem::Device ? Path::Staged : Path::Passthrough;
   }
-  const int rc = path == Path::Staged ? staged(sb) : mpi();
+  int rc = MPI_SUCCESS;
+  if (path == Path::Staged) {
+    const StagedResult r = staged(sb);
+    if (!ok(r.status)) {
+      stats.record(coll, Path::Error, 0);
+      return raise_error(comm, r.status, func, r.why.c_str());
+    }
+    rc = r.mpi_rc;
+  } else {
+    rc = mpi();
+  }
   if (rc != MPI_SUCCESS) {
     stats.record(coll, Path::Error, 0);
     return rc;

@@ -15,7 +15,7 @@
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
 #include "pmpi/errors.h"
-#include "pmpi/staged.h"
+#include "coll/staged.h"
 
 namespace gcoll {
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "coll/memspace.h"
+#include "mem/memspace.h"
 
 namespace gcoll {
 

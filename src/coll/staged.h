@@ -12,6 +12,10 @@
 
 #include <mpi.h>
 
+#include <string>
+
+#include "base/status.h"
+
 namespace gcoll {
 
 struct StagedBuffers {
@@ -20,14 +24,24 @@ struct StagedBuffers {
   int device = 0;            // the GPU of the device buffer(s)
 };
 
-int staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                     MPI_Comm comm, StagedBuffers b);
-int staged_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, StagedBuffers b);
-int staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                     MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b);
+// The outcome of a staged call: the MPI's own return code (its error handler has already
+// seen any error), or, when `status` is not Ok, a staging failure (out of pinned memory, a
+// CUDA error) that the caller reports through the communicator's error handler with `why`.
+struct StagedResult {
+  int mpi_rc = MPI_SUCCESS;
+  Status status = Status::Ok;
+  std::string why;
+};
+
+StagedResult staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm, StagedBuffers b);
+StagedResult staged_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                          StagedBuffers b);
+StagedResult staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b);
 
 // Inside MPI_Finalize: frees the pooled pinned buffers and the staging streams (before the
-// application may reset its devices).
+// application may reset its devices; mem/pinned.h).
 void release_staging();
 
 }  // namespace gcoll

@@ -1,4 +1,4 @@
-#include "coll/host_space.h"
+#include "mem/host_space.h"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -13,7 +13,7 @@
 
 #include <memory>
 
-#include "coll/memspace.h"
+#include "mem/memspace.h"
 
 namespace gcoll {
 

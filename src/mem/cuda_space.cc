@@ -1,4 +1,4 @@
-#include "coll/cuda_space.h"
+#include "mem/cuda_space.h"
 
 #include <sched.h>
 
@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "base/log.h"
-#include "coll/host_space.h"
 #include "cuda/device.h"
 #include "cuda/runtime.h"
+#include "mem/device_scope.h"
+#include "mem/host_space.h"
 
 namespace gcoll {
 
@@ -25,23 +26,6 @@ Status cuda_status(Status st, const char *what) {
   GCOLL_WARN("%s: %s", what, rt().last_error());
   return st;
 }
-
-// Makes `dev` current for the runtime calls of a scope and restores the application's
-// device afterwards (the application's current device is its business, not ours).
-class DeviceScope {
- public:
-  explicit DeviceScope(int dev) {
-    prev_ = rt().current_device();
-    rt().set_device(dev);  // also makes the device's primary context current for driver calls
-    set_ = dev;
-  }
-  ~DeviceScope() {
-    if (prev_ >= 0 && prev_ != set_) rt().set_device(prev_);
-  }
-
- private:
-  int prev_ = -1, set_ = -1;
-};
 
 // What a rank publishes in the host segment: its banks at creation, then one record per
 // exposure slot.

@@ -1,0 +1,31 @@
+// Pinned host memory and the staging streams: what the staged path (coll/staged.h) copies
+// device buffers through. Kept across calls: cudaHostAlloc and stream creation cost
+// milliseconds.
+#pragma once
+
+#include <cstddef>
+
+#include "cuda/runtime.h"
+
+namespace gcoll::pinned {
+
+// A pinned host buffer of at least `bytes` (a pooled one when one fits), or nullptr when
+// the runtime cannot allocate one (warned). Thread-safe.
+void *get(std::size_t bytes);
+// Returns a buffer from get() to the pool (at most 1 GiB stays idle; the smallest idle
+// buffers are freed first).
+void put(void *p);
+
+// The staging stream of GPU `device` (one non-blocking stream per GPU, created at its
+// first use; the device must be current), or nullptr when it cannot be created.
+cuda::Stream stream(int device);
+// An event on `device` for one call in flight (the per-thread default stream is the
+// calling thread's, so two threads must not share one), or nullptr; give it back after.
+cuda::Event take_event(int device);
+void give_event(int device, cuda::Event e);
+
+// Inside MPI_Finalize: frees the pooled buffers, the streams and the events (before the
+// application may reset its devices). Touches no device when nothing was staged.
+void release();
+
+}  // namespace gcoll::pinned
