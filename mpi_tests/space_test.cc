@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "coll/host_space.h"
+#include "mem/host_space.h"
 #include "harness.h"
 
 namespace gct {
