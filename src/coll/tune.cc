@@ -77,18 +77,18 @@ const Algorithm *first_match(const std::vector<TuneRule> &rules, const CollArgs 
 
 }  // namespace
 
-bool parse_tune(const std::string &text, std::vector<TuneRule> *out, std::string *error) {
+Status parse_tune(const std::string &text, std::vector<TuneRule> *out, std::string *error) {
   std::vector<TuneRule> rules;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     TuneRule r{};
-    if (!parse_rule(item, &r, error)) return false;
+    if (!parse_rule(item, &r, error)) return Status::ErrArg;
     rules.push_back(r);
   }
   *out = std::move(rules);
-  return true;
+  return Status::Ok;
 }
 
 namespace {
@@ -130,7 +130,7 @@ std::string describe_algorithms(const std::string &user_tune) {
   if (!user_tune.empty()) {
     std::vector<TuneRule> user;
     std::string error;
-    if (parse_tune(user_tune, &user, &error)) {
+    if (ok(parse_tune(user_tune, &user, &error))) {
       o << "GCOLL_TUNE rules (tried before the defaults):";
       for (const auto &r : user)
         o << " " << coll_name(r.coll) << ":" << size_text(r.lo) << "-" << size_text(r.hi) << ":@" << r.algo->name;
@@ -162,7 +162,7 @@ const UserTune &user_tune() {
   static const UserTune u = [] {
     UserTune t;
     const std::string &text = config().tune;
-    if (!text.empty() && !parse_tune(text, &t.rules, &t.error)) t.rules.clear();
+    if (!text.empty() && !ok(parse_tune(text, &t.rules, &t.error))) t.rules.clear();
     return t;
   }();
   return u;

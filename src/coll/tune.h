@@ -26,8 +26,9 @@ struct TuneRule {
 
 extern const char *const kDefaultTune;
 
-// Parses `text`; on error returns false and sets *error to a one-line reason.
-bool parse_tune(const std::string &text, std::vector<TuneRule> *out, std::string *error);
+// Parses `text` into *out. Status::ErrArg on a bad rule: *error says why in one line and
+// *out is left as it was (nothing half-applied).
+Status parse_tune(const std::string &text, std::vector<TuneRule> *out, std::string *error);
 
 // The algorithm table as gcoll_info prints it: per algorithm its collective, name, the
 // size ranges the default rules give it, and its description; then the GCOLL_TUNE rules

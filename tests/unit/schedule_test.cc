@@ -301,7 +301,7 @@ TEST(Topology, InterleavedRanks) {
 TEST(Tune, DefaultRulesParseAndCoverEverySize) {
   std::vector<TuneRule> rules;
   std::string err;
-  ASSERT_TRUE(parse_tune(kDefaultTune, &rules, &err)) << err;
+  ASSERT_EQ(parse_tune(kDefaultTune, &rules, &err), Status::Ok) << err;
   // Host calls: exactly one rule whose algorithm takes host memory matches every size.
   Topology topo;
   topo.num_nodes = 1;
@@ -346,7 +346,7 @@ TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
 TEST(Tune, UserRulesAndErrors) {
   std::vector<TuneRule> rules;
   std::string err;
-  ASSERT_TRUE(parse_tune("allreduce:0-64K:@rd,allreduce:64K-inf:@ring", &rules, &err)) << err;
+  ASSERT_EQ(parse_tune("allreduce:0-64K:@rd,allreduce:64K-inf:@ring", &rules, &err), Status::Ok) << err;
   ASSERT_EQ(rules.size(), 2u);
   EXPECT_STREQ(rules[0].algo->name, "rd");
   EXPECT_EQ(rules[0].hi, 65536u);
@@ -354,13 +354,13 @@ TEST(Tune, UserRulesAndErrors) {
   for (const char *bad : {"allreduce:0-64K:@nope", "allreduce:64K-0:@rd", "reduce:0-1:@rd", "allreduce:0-1:rd",
                           "allreduce", "bcast:0-inf:@ring", "allreduce:x-1:@rd"}) {
     std::vector<TuneRule> keep = rules;
-    EXPECT_FALSE(parse_tune(bad, &keep, &err)) << bad;
+    EXPECT_EQ(parse_tune(bad, &keep, &err), Status::ErrArg) << bad;
     EXPECT_FALSE(err.empty());
     EXPECT_EQ(keep.size(), 2u) << "a rejected value must not change anything: " << bad;
   }
   // A valid rule next to a bad one: nothing is applied.
   std::vector<TuneRule> none;
-  EXPECT_FALSE(parse_tune("allreduce:0-inf:@ring,bcast:0-inf:@nope", &none, &err));
+  EXPECT_EQ(parse_tune("allreduce:0-inf:@ring,bcast:0-inf:@nope", &none, &err), Status::ErrArg);
   EXPECT_TRUE(none.empty());
 }
 
@@ -376,9 +376,9 @@ TEST(Tune, SelectionFollowsSizeAndUserRulesFirst) {
   EXPECT_STREQ(select_algorithm({}, a, t)->name, "ring");
   std::vector<TuneRule> user;
   std::string err;
-  ASSERT_TRUE(parse_tune("allreduce:0-inf:@rd", &user, &err));
+  ASSERT_EQ(parse_tune("allreduce:0-inf:@rd", &user, &err), Status::Ok);
   EXPECT_STREQ(select_algorithm(user, a, t)->name, "rd");
-  ASSERT_TRUE(parse_tune("allreduce:1M-inf:@rabenseifner", &user, &err)) << err;
+  ASSERT_EQ(parse_tune("allreduce:1M-inf:@rabenseifner", &user, &err), Status::Ok) << err;
   EXPECT_STREQ(select_algorithm(user, a, t)->name, "rabenseifner");
   EXPECT_EQ(select_algorithm(user, a, t)->schedule, schedule_rabenseifner);
 }
