@@ -1,4 +1,4 @@
-// Tests of the UCX transport (src/ucx/transport.h), GoogleTest under mpirun.
+// Tests of the UCX transport (src/net/transport.h), GoogleTest under mpirun.
 //
 // Own main(): MPI_Init(_thread) / MPI_Finalize around RUN_ALL_TESTS; only rank 0 keeps
 // GoogleTest's printer (the other ranks print their failures with a "[rank N]" prefix);
@@ -33,7 +33,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
-#include "ucx/transport.h"
+#include "net/transport.h"
 
 using gcoll::Status;
 using gcoll::status_name;

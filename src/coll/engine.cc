@@ -11,7 +11,7 @@
 #include "mem/cuda_space.h"
 #include "mem/host_space.h"
 #include "coll/tune.h"
-#include "ucx/transport.h"
+#include "net/transport.h"
 
 namespace gcoll {
 
@@ -64,8 +64,10 @@ Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
     ucx::Options uo;
     uo.flush_owed_on_wait = false;  // every engine call ends with a progress barrier instead
     ucx::init(uo);                  // the first init's options apply; failures surface in create()
-    st = ucx::Group::create(e->topo.rail_comm, &e->rail);
+    std::unique_ptr<ucx::Group> group;
+    st = ucx::Group::create(e->topo.rail_comm, &group);
     if (!ok(st)) return st;
+    e->rail = std::make_unique<ucx::GroupChannel>(std::move(group));
   }
   *out = std::move(e);
   return Status::Ok;

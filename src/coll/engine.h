@@ -18,8 +18,8 @@
 namespace gcoll {
 
 class MemSpace;  // mem/memspace.h: algorithms include it, src/pmpi does not need it
-namespace ucx {
-class Group;
+namespace net {
+class Channel;  // net/channel.h: the rails' transport
 }
 
 // Where a call's buffers live, agreed by all ranks before the call moves anything.
@@ -47,7 +47,7 @@ struct Engine {
   int device = -1;                         // the GPU of device_space
   MemSpace *space = nullptr;               // the current call's (host_space or device_space)
   char *work = nullptr;                    // the current call's private scratch (4 x capacity)
-  std::unique_ptr<ucx::Group> rail;  // my rail, when there are several nodes and I have one
+  std::unique_ptr<net::Channel> rail;  // my rail (UCX), when there are several nodes and I have one
   std::size_t chunk_bytes = 0;       // pipeline chunk (<= space->capacity())
   double timeout_s = 0;
   std::uint32_t seq = 0;             // chunks run on this communicator (tags)

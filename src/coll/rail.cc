@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "ucx/transport.h"
+#include "kernels/host_reduce.h"
 
 namespace gcoll {
 
@@ -31,23 +31,29 @@ void count_step(Rail &r) {
 
 Status exchange(Rail &r, int dst, const void *s, std::size_t sb, int src, void *d, std::size_t db, int step) {
   count_step(r);
-  return r.group->sendrecv(dst, s, sb, src, d, db, r.tag(step), r.timeout_s);
+  return r.channel->sendrecv(dst, s, sb, src, d, db, r.tag(step), r.timeout_s);
 }
 
 Status send_only(Rail &r, int dst, const void *s, std::size_t sb, int step) {
   count_step(r);
-  ucx::Request req;
-  Status st = r.group->isend(dst, s, sb, r.tag(step), &req);
-  return ok(st) ? r.group->wait(&req, 1, r.timeout_s) : st;
+  net::Request req;
+  Status st = r.channel->isend(dst, s, sb, r.tag(step), &req);
+  return ok(st) ? r.channel->wait(&req, 1, r.timeout_s) : st;
 }
 
 Status recv_only(Rail &r, int src, void *d, std::size_t db, int step) {
   count_step(r);
-  ucx::Request req;
-  Status st = r.group->irecv(src, d, db, r.tag(step), &req);
-  return ok(st) ? r.group->wait(&req, 1, r.timeout_s) : st;
+  net::Request req;
+  Status st = r.channel->irecv(src, d, db, r.tag(step), &req);
+  return ok(st) ? r.channel->wait(&req, 1, r.timeout_s) : st;
 }
 
+// acc = op(acc, received) (Rail::space).
+Status reduce_into(const Rail &r, DType t, ROp op, void *acc, const void *received, std::size_t elems) {
+  const void *srcs[2] = {acc, received};
+  if (r.space) return r.space->reduce(t, op, acc, srcs, 2, elems);
+  return host_reduce(t, op, acc, srcs, 2, elems) ? Status::Ok : Status::NotSupported;
+}
 
 }  // namespace
 
@@ -120,7 +126,7 @@ Status RailAllreduce::start(Rail r, ScheduleBuilder build, DType t, ROp op, void
   steps_.clear();
   next_ = 0;
   posted_ = false;
-  const int n = r.group->size(), me = r.group->rank();
+  const int n = r.channel->size(), me = r.channel->rank();
   if (n == 1 || count == 0) return Status::Ok;
   ScheduleArgs a;
   a.n = n;
@@ -137,13 +143,13 @@ Status RailAllreduce::post() {
   if (next_ >= steps_.size()) return Status::Ok;
   const RailStep &s = steps_[next_];
   count_step(r_);
-  req_[0] = ucx::Request{};
-  req_[1] = ucx::Request{};
+  req_[0] = net::Request{};
+  req_[1] = net::Request{};
   Status st = Status::Ok;
-  if (s.src >= 0) st = r_.group->irecv(s.src, s.rbuf, s.rbytes, r_.tag(s.tag), &req_[1]);
-  if (ok(st) && s.dst >= 0) st = r_.group->isend(s.dst, s.sbuf, s.sbytes, r_.tag(s.tag), &req_[0]);
+  if (s.src >= 0) st = r_.channel->irecv(s.src, s.rbuf, s.rbytes, r_.tag(s.tag), &req_[1]);
+  if (ok(st) && s.dst >= 0) st = r_.channel->isend(s.dst, s.sbuf, s.sbytes, r_.tag(s.tag), &req_[0]);
   if (!ok(st)) {
-    ucx::Group::cancel(req_, 2);
+    r_.channel->cancel(req_, 2);
     return st;
   }
   posted_ = true;
@@ -153,9 +159,8 @@ Status RailAllreduce::post() {
 Status RailAllreduce::advance(bool *done) {
   *done = false;
   while (posted_) {
-    ucx::progress();
     bool all_done = false;
-    Status st = ucx::Group::test(req_, 2, &all_done);
+    Status st = r_.channel->test(req_, 2, &all_done);  // progresses the transport once
     if (!ok(st)) {
       posted_ = false;
       return st;
@@ -164,8 +169,7 @@ Status RailAllreduce::advance(bool *done) {
     posted_ = false;
     const RailStep &s = steps_[next_];
     if (s.acc) {
-      const void *srcs[2] = {s.acc, s.rbuf};
-      st = r_.space->reduce(t_, op_, s.acc, srcs, 2, s.elems);
+      st = reduce_into(r_, t_, op_, s.acc, s.rbuf, s.elems);
       if (!ok(st)) return st;
     }
     ++next_;
@@ -180,7 +184,7 @@ Status RailAllreduce::finish() {
   bool done = false;
   while (true) {
     if (posted_) {
-      Status st = r_.group->wait(req_, 2, r_.timeout_s);
+      Status st = r_.channel->wait(req_, 2, r_.timeout_s);
       if (!ok(st)) {
         posted_ = false;
         return st;
@@ -192,7 +196,7 @@ Status RailAllreduce::finish() {
 }
 
 void RailAllreduce::abandon() {
-  if (posted_) ucx::Group::cancel(req_, 2);
+  if (posted_) r_.channel->cancel(req_, 2);
   posted_ = false;
   next_ = steps_.size();
 }
@@ -205,7 +209,7 @@ Status rail_allreduce(Rail &r, ScheduleBuilder build, DType t, ROp op, void *buf
 }
 
 Status rail_bcast_binomial(Rail &r, void *buf, std::size_t bytes, int root) {
-  const int n = r.group->size(), me = r.group->rank();
+  const int n = r.channel->size(), me = r.channel->rank();
   if (n == 1) return Status::Ok;
   const int rel = (me - root + n) % n;
   // Receive from the parent (clear lowest set bit of rel), then send to children.
@@ -226,7 +230,7 @@ Status rail_bcast_binomial(Rail &r, void *buf, std::size_t bytes, int root) {
 }
 
 Status rail_allgatherv_ring(Rail &r, const std::vector<std::size_t> &sizes, void *out) {
-  const int n = r.group->size(), me = r.group->rank();
+  const int n = r.channel->size(), me = r.channel->rank();
   std::vector<std::size_t> off(n + 1, 0);
   for (int i = 0; i < n; ++i) off[i + 1] = off[i] + sizes[i];
   const int right = (me + 1) % n, left = (me + n - 1) % n;
@@ -239,7 +243,7 @@ Status rail_allgatherv_ring(Rail &r, const std::vector<std::size_t> &sizes, void
 }
 
 Status rail_allgatherv_bruck(Rail &r, const std::vector<std::size_t> &sizes, void *out, void *tmp) {
-  const int n = r.group->size(), me = r.group->rank();
+  const int n = r.channel->size(), me = r.channel->rank();
   if (n == 1) return Status::Ok;
   // tmp holds pieces in relative order: position i is rail rank (me + i) % n.
   std::vector<std::size_t> roff(n + 1, 0), off(n + 1, 0);

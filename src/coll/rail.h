@@ -1,4 +1,6 @@
-// Inter-node steps among the ranks of one rail (one rank per node), over UCX.
+// Inter-node steps among the ranks of one rail (one rank per node), through the transport
+// interface net::Channel: UCX in the engine (ucx::GroupChannel), or in-process endpoints
+// (net::InProc) in the unit tests, which run these schedules with threads as ranks.
 #pragma once
 
 #include <cstddef>
@@ -9,17 +11,19 @@
 #include "coll/engine.h"
 #include "mem/memspace.h"
 #include "kernels/types.h"
-#include "ucx/transport.h"
+#include "net/channel.h"
 
 namespace gcoll {
 
-namespace ucx {
-class Group;
-}
-
 struct Rail {
-  ucx::Group *group;
-  MemSpace *space;        // reductions and copies
+  net::Channel *channel;  // the rail's ranks
+  // Reductions of received data. nullptr: the buffers are host memory and the rail calls
+  // the host kernels (host_reduce) itself. The engine passes its call's memory space (the
+  // one place that knows where the buffers live); the in-process tests pass nullptr, so
+  // that they need neither a node memory space nor a stub of one: host buffers are all a
+  // rail sees today (its scratch is host memory), and host_reduce is what the host space's
+  // reduce() runs.
+  MemSpace *space;
   std::uint32_t seq;      // call number: tags never match another call's messages
   double timeout_s;
   int *steps = nullptr;   // counts the network rounds this rank takes part in (stats)
@@ -81,7 +85,7 @@ class RailAllreduce {
   std::vector<RailStep> steps_;
   std::size_t next_ = 0;
   bool posted_ = false;
-  ucx::Request req_[2];
+  net::Request req_[2];
 };
 
 // Blocking allreduce of buf[0, count) in place with the given schedule (tmp: count

@@ -1,5 +1,10 @@
 // UCX transport: one process-wide UCP context and worker, tagged point-to-point messages
 // on host memory between the ranks of a "group" (the ranks of an MPI communicator).
+// GroupChannel (at the end) is a group behind the rails' transport interface,
+// net::Channel (net/channel.h).
+// Sources: context.cc (context, worker, progress), endpoints.cc (the peer endpoint
+// cache), group.cc (group creation, GroupChannel), request.cc (sends, receives, waiting,
+// cancellation); ucx_internal.h is what they share.
 //
 // Tag layout (64-bit UCP tag; receives match all 64 bits, there is no wildcard):
 //   bits 63..52  group id     (12 bits; agreed at Group::create, unique among the
@@ -41,6 +46,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "net/channel.h"
 
 namespace gcoll::ucx {
 
@@ -83,22 +89,12 @@ Status progress_barrier(MPI_Comm comm, double timeout_s);
 
 class Group;
 
-// One nonblocking operation. Plain value type: default-constructed = inactive. Every
-// request that isend()/irecv() returned Ok for must be passed to wait() (or cancel())
-// before its buffer is reused; after that it is finished and may be reused.
-struct Request {
-  enum class Kind : std::uint8_t { None, Send, Recv };
-  void *handle = nullptr;  // UCP request while outstanding, else nullptr
-  Group *group = nullptr;
-  int peer = -1;
-  std::uint32_t tag = 0;
-  std::size_t bytes = 0;
-  Kind kind = Kind::None;
-  bool done = true;
-  Status status = Status::Ok;  // final status once done
-};
+// One nonblocking operation (net/channel.h; Request::owner is the Group that made it).
+// Every request that isend()/irecv() returned Ok for must be passed to wait() (or
+// cancel()) before its buffer is reused; after that it is finished and may be reused.
+using Request = net::Request;
 
-struct PeerEntry;  // process-wide endpoint cache entry (transport.cc)
+struct PeerEntry;  // process-wide endpoint cache entry (ucx_internal.h)
 
 // A group of processes = the ranks of an (intra)communicator.
 class Group {
@@ -170,6 +166,27 @@ class Group {
   std::vector<int> world_ranks_;         // for log lines
   std::atomic<std::uint64_t> bytes_sent_{0};
   friend struct GroupAccess;
+};
+
+// A group as a net::Channel (owns it): isend/irecv/wait are the group's, test() is one
+// progress() then Group::test(), cancel() is Group::cancel().
+class GroupChannel final : public net::Channel {
+ public:
+  explicit GroupChannel(std::unique_ptr<Group> group);
+  ~GroupChannel() override;
+  Group &group() { return *group_; }
+
+  int rank() const override;
+  int size() const override;
+  Status isend(int peer, const void *buf, std::size_t bytes, std::uint32_t tag, Request *req) override;
+  Status irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, Request *req) override;
+  Status test(Request *reqs, int n, bool *all_done) override;
+  Status wait(Request *reqs, int n, double timeout_s) override;
+  Status cancel(Request *reqs, int n) override;
+  std::uint64_t bytes_sent() const override;
+
+ private:
+  std::unique_ptr<Group> group_;
 };
 
 }  // namespace gcoll::ucx
