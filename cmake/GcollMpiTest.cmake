@@ -7,6 +7,10 @@
 # - ENV entries are exported to every rank with `-x VAR=VALUE`.
 # - PRELOAD puts libgcoll.so under the program with `-x LD_PRELOAD=...`, exactly as a
 #   user would; use it for programs that do not link gcoll.
+# - Open MPI yields when idle (OMPI_MCA_mpi_yield_when_idle=1): `ctest -jN` runs several
+#   jobs on one machine, and Open MPI only yields by itself when ONE job has more ranks
+#   than cores; 4 jobs of 6-8 ranks on 16 cores then spun each other into the 240 s limit
+#   (issue 12: 117 s per test, 6.5 s with this setting).
 # - TIMEOUT (default 300 s) is CTest's hard limit; tests should also have their own
 #   in-process watchdog so a hang fails with a message instead of a kill.
 # - LAUNCHER runs the whole mpirun command line as its last arguments (e.g. a script
@@ -29,5 +33,5 @@ function(gcoll_add_mpi_test)
     TIMEOUT ${T_TIMEOUT}
     PROCESSORS 1
     LABELS "mpi;${T_LABELS}"
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1")
 endfunction()

@@ -32,6 +32,12 @@ int gcoll_enabled(void);
  * For tests and diagnostics. */
 int gcoll_live_comm_states(void);
 
+/* This process's count (all threads) of one of the library's own costs, by its name in
+ * the stats file's "library" object: "hidden_mpi_calls", "memory_agreements",
+ * "pointer_queries", "kind_cache_hits", "deviations". -1 for an unknown name. For tests
+ * and diagnostics. */
+long long gcoll_library_counter(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

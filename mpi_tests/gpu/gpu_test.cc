@@ -27,6 +27,11 @@
 //   GpuReuse            the same buffers for many calls with new data each time
 //   GpuOrdering         buffers written with cudaMemset on the default stream right before
 //                       the call, with no synchronisation (the library must wait for it)
+//   GpuBackToBack       long chains of allreduce / bcast / allgather of mixed sizes on two
+//                       communicators, in place and not, each call's input the previous
+//                       calls' results, default-stream writes right before many calls and
+//                       no host synchronisation between calls (the fused one-shot's flags
+//                       and double-buffered banks, the final syncs the engine skips)
 //   GpuAsync            cudaMallocAsync (stream-ordered pool) buffers, alone and mixed
 //   GpuMixed            ranks (and send/recv) with different memory kinds in one call
 //   GpuOffsets          buffers at odd element / byte offsets inside larger allocations
@@ -678,6 +683,198 @@ TEST(GpuOrdering, DefaultStreamWritesRightBeforeTheCall) {
   for (size_t bytes : {size_t{4096}, size_t{65536}, size_t{16} << 20})
     for (bool in_place : {false, true}) ok = ordering_round(*w, bytes, in_place, static_cast<int>(bytes % w->size)) && ok;
   EXPECT_ALL_RANKS(ok);
+}
+
+// ---- back to back ----------------------------------------------------------------------------
+
+// One communicator's state in a chain: device buffers A, B (kMaxBytes) and G (size x
+// kMaxBytes), a log where every call's result is copied (device to device, on the
+// default stream: later calls may overwrite the result, the log keeps it), and the host
+// mirrors of all of them.
+struct Chain {
+  static constexpr size_t kMaxBytes = 70001;
+  const TestComm *c = nullptr;
+  size_t slot = 0;  // log bytes per step
+  Buf a, b, g, log;
+  std::vector<unsigned char> ha, hb, hg, hlog;
+
+  Chain(const TestComm &comm, int steps)
+      : c(&comm),
+        slot(kMaxBytes * static_cast<size_t>(comm.size)),
+        a(Mem::Device, kMaxBytes),
+        b(Mem::Device, kMaxBytes),
+        g(Mem::Device, slot),
+        log(Mem::Device, slot * static_cast<size_t>(steps)),
+        ha(kMaxBytes),
+        hb(kMaxBytes),
+        hg(slot),
+        hlog(slot * static_cast<size_t>(steps)) {}
+
+  bool check(const char *when) const {
+    bool ok = true;
+    const struct {
+      const char *name;
+      const Buf *d;
+      const std::vector<unsigned char> *h;
+    } bufs[] = {{"A", &a, &ha}, {"B", &b, &hb}, {"G", &g, &hg}, {"log of the results", &log, &hlog}};
+    for (const auto &x : bufs) {
+      const std::vector<unsigned char> got = x.d->image();
+      for (size_t i = 0; i < got.size(); ++i)
+        if (got[i] != (*x.h)[i]) {
+          report("back to back on %s, %s: buffer %s byte %zu is 0x%02x, the PMPI mirror says 0x%02x", c->name.c_str(),
+                 when, x.name, i, got[i], (*x.h)[i]);
+          ok = false;
+          break;
+        }
+    }
+    return ok;
+  }
+};
+
+// One step of a chain, drawn from `r` (the same on every rank).
+struct Step {
+  Chain *ch = nullptr;
+  int kind = 0;         // 0 allreduce in place on A, 1 A->B, 2 B+1->A, 3 bcast A, 4 allgather A->G,
+                        // 5 allgather in place in G
+  size_t n = 0;         // bytes (per rank for allgather)
+  MPI_Op op = MPI_SUM;
+  int root = 0;
+  bool write = false;   // a default-stream write of the input right before the call
+  bool memset = false;  // ... with cudaMemset (else cudaMemcpy from pageable memory)
+  uint32_t x = 0;       // the written bytes (with the rank: the ranks' inputs differ)
+  size_t log_at = 0;    // where the result goes in the log
+  std::string what;
+
+  Step(Chain &chain, uint32_t r, int k, int index) : ch(&chain), log_at(chain.slot * static_cast<size_t>(index)) {
+    static const size_t sizes[] = {1, 8, 100, 4096, 16384, 16385, 40000, 65539, Chain::kMaxBytes};
+    // No SUM: Open MPI 4.1's vectorised MPI_SUM on 8-bit types saturates where it should
+    // wrap (the reference would be wrong), and 8-bit sums of these inputs overflow.
+    static const MPI_Op ops[] = {MPI_BXOR, MPI_MAX, MPI_MIN};
+    n = sizes[r % (sizeof sizes / sizeof sizes[0])];
+    op = ops[(r >> 4) % 3];
+    root = static_cast<int>((r >> 8) % static_cast<uint32_t>(chain.c->size));
+    memset = (r >> 12) & 1;
+    write = ((r >> 13) & 7) != 0;
+    kind = static_cast<int>((r >> 16) % 6);
+    x = r * 2654435761u + static_cast<uint32_t>(k);
+    static const char *names[] = {"allreduce in place on A", "allreduce A->B", "allreduce B+1->A",
+                                  "bcast of A", "allgather A->G", "allgather in place in G"};
+    what = "step " + std::to_string(k) + ": " + names[kind] + " of " + std::to_string(n) + " bytes";
+    if (kind <= 2) what += std::string(" (") + op_name(op) + ")";
+    if (kind == 3) what += " from " + std::to_string(root);
+    if (write) what += memset ? ", input written by cudaMemset" : ", input written by cudaMemcpy";
+  }
+
+  // Where the write goes: the call's input on this rank (the root's only, for bcast).
+  bool writes_here() const { return write && kind != 2 && (kind != 3 || ch->c->rank == root); }
+  size_t write_off() const { return kind == 5 ? n * static_cast<size_t>(ch->c->rank) : 0; }
+  unsigned char fill() const { return static_cast<unsigned char>(x + 37u * static_cast<uint32_t>(ch->c->rank)); }
+  std::vector<unsigned char> bytes() const {
+    std::vector<unsigned char> v(n, fill());
+    if (!memset)
+      for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((x >> (i % 24)) + i * 131 + ch->c->rank * 17);
+    return v;
+  }
+
+  // On the device: the write (if any) and the call, nothing waited for.
+  bool device() const {
+    Chain &c = *ch;
+    const int ni = static_cast<int>(n);
+    if (writes_here()) {
+      Buf &d = kind == 5 ? c.g : c.a;
+      if (memset)
+        GCT_GPU(gpu_memset(d.at(write_off()), fill(), n));
+      else
+        GCT_GPU(gpu_memcpy(d.at(write_off()), bytes().data(), n));  // returns before the bytes land
+    }
+    set_phase("back to back on %s, %s", c.c->name.c_str(), what.c_str());
+    int rc = MPI_SUCCESS;
+    switch (kind) {
+      case 0: rc = MPI_Allreduce(MPI_IN_PLACE, c.a.at(0), ni, MPI_UNSIGNED_CHAR, op, c.c->comm); break;
+      case 1: rc = MPI_Allreduce(c.a.at(0), c.b.at(0), ni, MPI_UNSIGNED_CHAR, op, c.c->comm); break;
+      case 2: rc = MPI_Allreduce(c.b.at(1), c.a.at(0), ni - 1, MPI_UNSIGNED_CHAR, op, c.c->comm); break;
+      case 3: rc = MPI_Bcast(c.a.at(0), ni, MPI_UNSIGNED_CHAR, root, c.c->comm); break;
+      case 4: rc = MPI_Allgather(c.a.at(0), ni, MPI_UNSIGNED_CHAR, c.g.at(0), ni, MPI_UNSIGNED_CHAR, c.c->comm); break;
+      default:
+        rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c.g.at(0), ni, MPI_UNSIGNED_CHAR, c.c->comm);
+        break;
+    }
+    // The result, into the log (a device-to-device cudaMemcpy returns before it is done).
+    if (result_bytes()) GCT_GPU(gpu_memcpy(c.log.at(log_at), result(c.a, c.b, c.g), result_bytes()));
+    return check_rc(rc, "the collective", what + " on " + c.c->name);
+  }
+
+  size_t result_bytes() const {
+    const size_t m = kind == 2 ? n - 1 : n;
+    return kind >= 4 ? m * static_cast<size_t>(ch->c->size) : m;
+  }
+  const unsigned char *result(const Buf &a, const Buf &b, const Buf &g) const {
+    return (kind == 1 ? b : kind >= 4 ? g : a).at(0);
+  }
+
+  // The same on the host mirrors, with PMPI_*.
+  void mirror() const {
+    Chain &c = *ch;
+    const int ni = static_cast<int>(n);
+    if (writes_here()) {
+      const std::vector<unsigned char> v = bytes();
+      std::copy(v.begin(), v.end(), (kind == 5 ? c.hg : c.ha).begin() + static_cast<long>(write_off()));
+    }
+    switch (kind) {
+      case 0: PMPI_Allreduce(MPI_IN_PLACE, c.ha.data(), ni, MPI_UNSIGNED_CHAR, op, c.c->comm); break;
+      case 1: PMPI_Allreduce(c.ha.data(), c.hb.data(), ni, MPI_UNSIGNED_CHAR, op, c.c->comm); break;
+      case 2: PMPI_Allreduce(c.hb.data() + 1, c.ha.data(), ni - 1, MPI_UNSIGNED_CHAR, op, c.c->comm); break;
+      case 3: PMPI_Bcast(c.ha.data(), ni, MPI_UNSIGNED_CHAR, root, c.c->comm); break;
+      case 4: PMPI_Allgather(c.ha.data(), ni, MPI_UNSIGNED_CHAR, c.hg.data(), ni, MPI_UNSIGNED_CHAR, c.c->comm); break;
+      default:
+        PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c.hg.data(), ni, MPI_UNSIGNED_CHAR, c.c->comm);
+        break;
+    }
+    const std::vector<unsigned char> &out = kind == 1 ? c.hb : kind >= 4 ? c.hg : c.ha;
+    std::copy(out.begin(), out.begin() + static_cast<long>(result_bytes()), c.hlog.begin() + static_cast<long>(log_at));
+  }
+};
+
+// Chains on two communicators interleaved (their device spaces are independent), in
+// batches: the batch's device calls back to back, with nothing between them that
+// synchronises the ranks or waits for a GPU (ranks run ahead of each other as far as the
+// collectives let them), then the same steps on the mirrors, then a check of every
+// buffer. A failed batch ends the chain (the mirrors no longer say anything).
+bool back_to_back(const TestComm &c1, const TestComm &c2, int batches, int per_batch, uint32_t seed) {
+  Chain ch1(c1, per_batch), ch2(c2, per_batch);
+  for (Chain *ch : {&ch1, &ch2}) {
+    const struct {
+      Buf *d;
+      std::vector<unsigned char> *h;
+    } init[] = {{&ch->a, &ch->ha}, {&ch->b, &ch->hb}, {&ch->g, &ch->hg}, {&ch->log, &ch->hlog}};
+    for (const auto &i : init) {
+      for (size_t k = 0; k < i.h->size(); ++k) (*i.h)[k] = static_cast<unsigned char>(k * 7 + seed + ch->c->rank * 29);
+      i.d->put(0, i.h->data(), i.h->size());
+    }
+  }
+  uint32_t r = seed;
+  int k = 0;
+  bool ok = true;
+  for (int batch = 0; batch < batches && ok; ++batch) {
+    std::vector<Step> steps;
+    for (int i = 0; i < per_batch; ++i, ++k) {
+      r = r * 1664525u + 1013904223u;
+      steps.emplace_back((r >> 30) & 1 ? ch2 : ch1, r ^ (r >> 7), k, i);
+    }
+    for (const Step &s : steps) ok = s.device() && ok;
+    for (const Step &s : steps) s.mirror();
+    const std::string when = "after steps " + std::to_string(k - per_batch) + " to " + std::to_string(k - 1);
+    ok = ch1.check(when.c_str()) && ok;
+    ok = ch2.check(when.c_str()) && ok;
+    ok = all_ranks(ok);
+  }
+  return ok;
+}
+
+TEST(GpuBackToBack, MixedCollectivesNoSyncBetween) {
+  ScopedComm w(CommKind::World);
+  ScopedComm r(CommKind::SplitReversed);
+  EXPECT_ALL_RANKS(back_to_back(*w, *r, 20, 24, next_seed()));
 }
 
 // ---- cudaMallocAsync -----------------------------------------------------------------------

@@ -156,6 +156,13 @@ const std::vector<SettingDef> kSettings = {
      "Seconds an engine call waits for a peer before failing with MPI_ERR_OTHER; 0 = wait as long as the "
      "peer lives (dead peers are detected either way).",
      [](Config &c, const Value &v) { c.timeout_s = static_cast<int>(v.i); }},
+    {"GCOLL_WAIT", SettingType::Enum, "auto", "auto|spin|yield|sleep",
+     "How a rank waits for its peers (engine syncs, device work): spin = poll without giving the core away "
+     "(dedicated cores); yield = sched_yield between polls; sleep = a few yields, then sleeps of 16 to 128 us; "
+     "auto = sleep where ranks outnumber cores (this job's ranks on the node > the CPUs they may run on, "
+     "OMPI_MCA_mpi_yield_when_idle=1, or more runnable threads than CPUs on the machine: other jobs), else "
+     "yield, and sleep once a wait lasts 1 ms.",
+     [](Config &c, const Value &v) { c.wait_mode = v.choice; }},
     {"GCOLL_CUDA", SettingType::Enum, "auto", "auto|off|emulate",
      "auto: classify every buffer with the CUDA driver when one is loaded and a GPU exists (no driver: "
      "every buffer is host memory, silently). off: never touch CUDA; device buffers reach the MPI as they "
@@ -176,8 +183,9 @@ const std::vector<SettingDef> kSettings = {
      [](Config &c, const Value &v) { c.device_engine = v.choice == 0; }},
     {"GCOLL_UNIFORM_MEMORY", SettingType::Bool, "0", nullptr,
      "1: the application promises that in every call all ranks pass the same kind of memory (all host, or all "
-     "device allocated the same way), which saves one small allreduce per call on communicators that can see "
-     "a GPU. Applies only where every rank of the communicator sets it. A broken promise hangs.",
+     "device allocated the same way), which saves the memory-kind agreements (a small allreduce now and then, "
+     "GCOLL_MEMORY_AGREE_INTERVAL) on communicators that can see a GPU. Applies only where every rank of the "
+     "communicator sets it. A broken promise hangs.",
      [](Config &c, const Value &v) { c.uniform_memory = v.b; }},
     {"GCOLL_DEVICE_CHUNK_SIZE", SettingType::Size, "8M", "65536:4294967296",
      "Pipeline chunk of device-memory calls that do not read peers' buffers in place (small messages, "
@@ -188,6 +196,25 @@ const std::vector<SettingDef> kSettings = {
      "Bound on the bytes of peers' device buffers kept mapped (CUDA IPC) between calls; least recently used "
      "mappings are closed first. A stale mapping keeps the peer's freed memory alive.",
      [](Config &c, const Value &v) { c.ipc_cache_size = v.size; }},
+    {"GCOLL_DEVICE_FUSED", SettingType::Enum, "off", "auto|on|off",
+     "Device-memory calls on one node: one kernel per rank and call that publishes, waits for its peers in "
+     "device memory and writes the result. auto: where every GPU that ranks share runs them under MPS (a "
+     "time-sliced GPU would stall a waiting kernel). on: also where that cannot be told. off (default until "
+     "the fused kernels are validated on a real GPU, docs/gpu-validation.md): never. Agreed by the node's "
+     "ranks (any off wins). Whatever it says, small calls on GPUs shared without MPS are staged.",
+     [](Config &c, const Value &v) { c.device_fused = v.choice; }},
+    {"GCOLL_MEMORY_CACHE", SettingType::Bool, "1", nullptr,
+     "1: remember what kind of memory a buffer is, so that a buffer seen before costs no driver query; kept "
+     "exact by the emulated GPU's allocations and frees, and on a real GPU by UCX's memory hooks (any unmap or "
+     "map in the process forgets what was remembered; only memory CUDA does not know is remembered there). "
+     "0: query the driver for every buffer of every call.",
+     [](Config &c, const Value &v) { c.memory_cache = v.b; }},
+    {"GCOLL_MEMORY_AGREE_INTERVAL", SettingType::Int, "1024", "1:1073741824",
+     "Most calls between two agreements of the ranks on the memory kinds of the calls of one communicator, "
+     "collective and size class (a small hidden allreduce, where a rank can see a GPU): agreed at the first call, "
+     "then after 1, 2, 4, ... calls up to this many while the answer stays the same; in between every rank "
+     "follows the last answer and a rank whose buffers differ copies them. 1: agree at every call.",
+     [](Config &c, const Value &v) { c.agree_interval = static_cast<int>(v.i); }},
 };
 
 }  // namespace

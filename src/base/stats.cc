@@ -26,6 +26,18 @@ const char *path_name(Path p) {
   return "?";
 }
 
+const char *counter_name(Counter c) {
+  switch (c) {
+    case Counter::HiddenMpi: return "hidden_mpi_calls";
+    case Counter::Agreements: return "memory_agreements";
+    case Counter::PointerQueries: return "pointer_queries";
+    case Counter::KindCacheHits: return "kind_cache_hits";
+    case Counter::Deviations: return "deviations";
+    case Counter::kCount: break;
+  }
+  return "?";
+}
+
 namespace detail {
 thread_local ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
 }
@@ -68,6 +80,12 @@ std::vector<std::uint64_t> Stats::snapshot() const {
   return out;
 }
 
+std::uint64_t Stats::total(Counter c) const {
+  std::uint64_t n = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Block *b : blocks_) n += b->c[kLibBase + static_cast<int>(c)].load(std::memory_order_relaxed);
+  return n;
+}
 
 std::vector<std::uint64_t> Stats::snapshot_max() const {
   std::vector<std::uint64_t> out(kMaxima, 0);
@@ -105,9 +123,14 @@ std::string stats_to_json(const std::vector<std::uint64_t> &agg, const std::vect
       o << (first ? "" : ", ") << "\"" << algos[k].name << "\": " << agg[kFields * kColls + k];
       first = false;
     }
-    o << "}}" << (c + 1 < kColls ? ",\n" : "\n");
+    o << "}},\n";
   }
-  o << "}\n";
+  // What the library itself cost, summed over ranks (README "Reading the stats").
+  o << "  \"library\": {";
+  for (int k = 0; k < kLibCounters; ++k)
+    o << (k ? ", " : "") << "\"" << counter_name(static_cast<Counter>(k))
+      << "\": " << (kLibBase + k < static_cast<int>(agg.size()) ? agg[kLibBase + k] : 0);
+  o << "}\n}\n";
   return o.str();
 }
 

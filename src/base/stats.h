@@ -23,7 +23,20 @@ enum class Field : int { Engine = 0, Staged, Passthrough, Errors, Bytes, IntraBy
 constexpr int kFields = static_cast<int>(Field::kCount);
 constexpr int kColls = static_cast<int>(Coll::kCount);
 constexpr int kMaxAlgos = 32;                            // engine algorithms, by table index
-constexpr int kCounters = kFields * kColls + kMaxAlgos;  // summed over ranks
+// What the library itself costs, whatever the collective (the JSON's "library" object):
+//   HiddenMpi:      MPI calls gcoll makes on its own inside an intercepted call (the
+//                   memory-kind agreements, the engine's setup agreements);
+//   Agreements:     memory-kind agreements among them (src/pmpi/memory.cc);
+//   PointerQueries: driver pointer queries (cuPointerGetAttributes, or the emulated
+//                   GPU's registry lookup) made to classify a buffer;
+//   KindCacheHits:  buffers classified from the memory-kind cache, without a query;
+//   Deviations:     engine calls in which this rank's buffers were not of the agreed
+//                   kind and were copied to a buffer that is (src/pmpi/deviate.cc).
+enum class Counter : int { HiddenMpi = 0, Agreements, PointerQueries, KindCacheHits, Deviations, kCount };
+constexpr int kLibCounters = static_cast<int>(Counter::kCount);
+const char *counter_name(Counter c);  // "hidden_mpi_calls", ... (the JSON keys)
+constexpr int kLibBase = kFields * kColls + kMaxAlgos;  // where they lie in the flat vector
+constexpr int kCounters = kLibBase + kLibCounters;      // summed over ranks
 // Maxima over calls and ranks: inter-node steps (network sends) of one call, per collective.
 constexpr int kMaxima = kColls;
 
@@ -45,9 +58,9 @@ struct AlgoName {
 // summed on snapshot. Blocks of exited threads stay registered, so no count is lost.
 class Stats;
 namespace detail {
-struct ThreadCache {
-  std::uint64_t owner = 0;
-  void *block = nullptr;
+struct ThreadCache {  // trivial (no initialisers): zero TLS, reached without a TLS init function
+  std::uint64_t owner;
+  void *block;
 };
 // This thread's block of the Stats object it used last (initial-exec TLS: one load, no
 // __tls_get_addr call, on every intercepted call).
@@ -82,6 +95,9 @@ class Stats {
     if (static_cast<std::uint64_t>(r.inter_steps) > m.load(std::memory_order_relaxed))
       m.store(static_cast<std::uint64_t>(r.inter_steps), std::memory_order_relaxed);
   }
+  void count(Counter c, std::uint64_t n = 1) { bump(block().c[kLibBase + static_cast<int>(c)], n); }
+  // This process's total of one library counter (all threads).
+  std::uint64_t total(Counter c) const;
   // Flat snapshots for aggregation across ranks: kCounters sums, kMaxima maxima.
   std::vector<std::uint64_t> snapshot() const;
   std::vector<std::uint64_t> snapshot_max() const;

@@ -24,5 +24,10 @@ Status bcast_binomial(Engine &e, const CollArgs &a);
 Status bcast_scatter_ag(Engine &e, const CollArgs &a);
 Status allgather_ring(Engine &e, const CollArgs &a);
 Status allgather_bruck(Engine &e, const CollArgs &a);
+// Device buffers on one node where the space fuses (MemSpace::fused): one fused op per
+// chunk of at most the space's capacity, one kernel and one wait each.
+Status allreduce_fused(Engine &e, const CollArgs &a);
+Status bcast_fused(Engine &e, const CollArgs &a);
+Status allgather_fused(Engine &e, const CollArgs &a);
 
 }  // namespace gcoll

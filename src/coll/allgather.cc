@@ -5,6 +5,9 @@
 //   2. rail j carries the blocks of local ranks i = j (mod L_min) of every node: its rail
 //      ranks allgather those pieces between nodes (ring, or Bruck for small blocks);
 //   3. each rail rank publishes what it received; everyone copies the remote chunks.
+// fused (device buffers on one node, where the space fuses): per chunk of the block, one
+// kernel per rank copies its chunk into its bank, raises its flag, waits for the others'
+// and copies every rank's chunk to its place in the result.
 #include <algorithm>
 #include <cstring>
 
@@ -102,8 +105,28 @@ Status run(Engine &e, const CollArgs &a) {
   return Status::Ok;
 }
 
+Status run_fused(Engine &e, const CollArgs &a) {
+  const Topology &t = e.topo;
+  const std::size_t B = a.bytes(), step = std::max<std::size_t>(1, e.space->capacity());
+  const void *mine = a.sendbuf ? a.sendbuf : at(a.recvbuf, t.rank * B);
+  FusedCall f;
+  f.kind = FusedKind::Allgather;
+  for (std::size_t o = 0; o < B; o += step) {
+    f.in = at(mine, o);
+    f.bytes = std::min(step, B - o);
+    for (int i = 0; i < t.local_size; ++i) {
+      const int r = t.members[t.node][i];
+      f.dst[i] = r == t.rank && !a.sendbuf ? nullptr : at(a.recvbuf, r * B + o);  // in place: already there
+    }
+    const Status st = e.space->fused(f);
+    if (!ok(st)) return st;
+  }
+  return Status::Ok;
+}
+
 }  // namespace
 
+Status allgather_fused(Engine &e, const CollArgs &a) { return run_fused(e, a); }
 Status allgather_ring(Engine &e, const CollArgs &a) { return run<false>(e, a); }
 Status allgather_bruck(Engine &e, const CollArgs &a) { return run<true>(e, a); }
 

@@ -5,6 +5,9 @@
 //   scatter_ag: the root's node cuts the chunk into one slice per rail (intra-node
 //               scatter), every rail broadcasts its slice between nodes at the same time,
 //               then each node reassembles the slices (intra-node allgather): for large.
+//   fused:      device buffers on one node, where the space fuses: per chunk, one kernel
+//               per rank; the root's copies the chunk into its bank, every rank raises its
+//               flag and waits for the others', the others copy the root's bank.
 #include <algorithm>
 
 #include "coll/algorithms.h"
@@ -94,8 +97,24 @@ Status run_scatter_ag(Engine &e, const CollArgs &a) {
   return Status::Ok;
 }
 
+Status run_fused(Engine &e, const CollArgs &a) {
+  const Topology &t = e.topo;
+  const std::size_t total = a.bytes(), step = std::max<std::size_t>(1, e.space->capacity());
+  FusedCall f;
+  f.kind = FusedKind::Bcast;
+  f.root = t.local_of[a.root];
+  for (std::size_t c0 = 0; c0 < total; c0 += step) {
+    f.in = f.out = at(a.recvbuf, c0);
+    f.bytes = std::min(step, total - c0);
+    const Status st = e.space->fused(f);
+    if (!ok(st)) return st;
+  }
+  return Status::Ok;
+}
+
 }  // namespace
 
+Status bcast_fused(Engine &e, const CollArgs &a) { return run_fused(e, a); }
 Status bcast_binomial(Engine &e, const CollArgs &a) { return run_binomial(e, a); }
 Status bcast_scatter_ag(Engine &e, const CollArgs &a) { return run_scatter_ag(e, a); }
 

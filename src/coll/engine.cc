@@ -134,6 +134,7 @@ Status Engine::select_space(MemKind mem, int gpu) {
       o.bank_bytes = c.device_chunk_size;
       o.timeout_s = c.timeout_s;
       o.ipc_cache_bytes = c.ipc_cache_size;
+      o.fused = c.device_fused;
       st = without_exceptions("device engine setup", [&] { return create_cuda_space(topo.node_comm, o, &device_space); });
       int good = ok(st) ? 1 : 0;
       if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
@@ -164,12 +165,16 @@ Status Engine::select_space(MemKind mem, int gpu) {
 Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   Status st = select_space(a.mem, gpu);
   if (!ok(st)) return st;
-  const Algorithm *algo = select_algorithm(user_tune_rules(), a, topo);
-  if (!algo) return Status::NotSupported;
+  // How the device space runs was agreed when it was created: rank-uniform.
+  CollArgs call = a;
+  call.fused = a.mem == MemKind::Device && space->can_fuse();
+  call.time_sliced = a.mem == MemKind::Device && space->time_sliced();
+  const Algorithm *algo = select_algorithm(user_tune_rules(), call, topo);
+  if (!algo || !algo->run) return Status::NotSupported;  // no algorithm, or @staged: the caller stages it
   const std::uint64_t intra0 = space->bytes_published, inter0 = rail ? rail->bytes_sent() : 0;
   call_steps = 0;
   space->begin_call();
-  st = algo->run(*this, a);
+  st = algo->run(*this, call);
   if (ok(st)) st = space->finish();
   // A rank whose receives completed may still owe its senders the acknowledgement of a
   // rendezvous, which only its own progress sends. Leave only when every rail peer is

@@ -72,6 +72,8 @@ struct CollArgs {
   std::size_t elem = 1;           // bytes per element
   MemKind mem = MemKind::Host;    // all ranks' buffers (agreed)
   bool zero_copy = false;         // device: every rank's buffers can be exposed (CUDA IPC)
+  bool fused = false;             // device: the node's device space runs fused ops (set by Engine::run)
+  bool time_sliced = false;       // device: ranks share a GPU without MPS (set by Engine::run)
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };
 

@@ -7,7 +7,19 @@ namespace gcoll {
 
 namespace {
 
-bool any(const CollArgs &, const Topology &) { return true; }
+// The bank algorithms: everywhere but on a device space that fuses (its banks are the
+// fused ops' there, memspace.h).
+bool banks(const CollArgs &a, const Topology &) { return !(a.mem == MemKind::Device && a.fused); }
+
+// Device buffers on one node whose device space fuses (agreed at its creation); elements
+// whose size divides the blocks' alignment (all but the long double types, which the
+// CUDA kernels do not have anyway).
+bool device_fused(const CollArgs &a, const Topology &t) {
+  return a.mem == MemKind::Device && a.fused && t.num_nodes == 1 && a.elem > 0 && kFusedAlign % a.elem == 0;
+}
+
+// Any device buffers: the staged path (the engine declines, the caller stages the call).
+bool device_any(const CollArgs &a, const Topology &) { return a.mem == MemKind::Device; }
 
 // Zero-copy on device buffers: one node, every rank's buffers exposed through CUDA IPC.
 // At most 16 local ranks (kCudaMaxSources): one kernel pass reads every source before it
@@ -20,7 +32,7 @@ bool device_one_node(const CollArgs &a, const Topology &t) {
 // intra-node allgather.
 template <ScheduleBuilder kSchedule>
 Algorithm hier(const char *name, const char *description) {
-  return {Coll::Allreduce, name, description, any, allreduce_hier<kSchedule>, kSchedule};
+  return {Coll::Allreduce, name, description, banks, allreduce_hier<kSchedule>, kSchedule};
 }
 
 }  // namespace
@@ -29,7 +41,7 @@ const std::vector<Algorithm> &algorithms() {
   static const std::vector<Algorithm> table = {
       {Coll::Allreduce, "oneshot",
        "each rank reduces the whole message from all node peers; recursive doubling between nodes on every rail",
-       any, allreduce_oneshot, schedule_rd},
+       banks, allreduce_oneshot, schedule_rd},
       hier<schedule_rd>("rd", "intra-node reduce-scatter, recursive doubling of each slice along its rail, "
                               "intra-node allgather"),
       hier<schedule_ring>("ring", "intra-node reduce-scatter, ring allreduce of each slice along its rail, "
@@ -40,13 +52,31 @@ const std::vector<Algorithm> &algorithms() {
       {Coll::Allreduce, "twoshot",
        "device buffers on one node: reduce-scatter then allgather by reading peers' buffers in place (CUDA IPC)",
        device_one_node, allreduce_twoshot},
-      {Coll::Bcast, "binomial", "binomial tree between nodes along one rail, then intra-node copy", any,
+      {Coll::Allreduce, "fused",
+       "device buffers on one node (MPS or a GPU per rank): one kernel per rank publishes its input, waits for the "
+       "peers' flags in device memory and reduces all of them; one wait on the host",
+       device_fused, allreduce_fused},
+      {Coll::Allreduce, "staged", "device buffers: copied to pinned host memory for the MPI's own allreduce",
+       device_any, nullptr},
+      {Coll::Bcast, "binomial", "binomial tree between nodes along one rail, then intra-node copy", banks,
        bcast_binomial},
       {Coll::Bcast, "scatter_ag",
-       "intra-node scatter over all rails, binomial between nodes on every rail, intra-node allgather", any,
+       "intra-node scatter over all rails, binomial between nodes on every rail, intra-node allgather", banks,
        bcast_scatter_ag},
-      {Coll::Allgather, "ring", "intra-node exchange, ring between nodes on every rail", any, allgather_ring},
-      {Coll::Allgather, "bruck", "intra-node exchange, Bruck between nodes on every rail", any, allgather_bruck},
+      {Coll::Bcast, "fused",
+       "device buffers on one node (MPS or a GPU per rank): one kernel per rank; the others copy the root's bank "
+       "once its flag is up",
+       device_fused, bcast_fused},
+      {Coll::Bcast, "staged", "device buffers: copied to pinned host memory for the MPI's own bcast", device_any,
+       nullptr},
+      {Coll::Allgather, "ring", "intra-node exchange, ring between nodes on every rail", banks, allgather_ring},
+      {Coll::Allgather, "bruck", "intra-node exchange, Bruck between nodes on every rail", banks, allgather_bruck},
+      {Coll::Allgather, "fused",
+       "device buffers on one node (MPS or a GPU per rank): one kernel per rank publishes its block and copies "
+       "everyone's once their flags are up",
+       device_fused, allgather_fused},
+      {Coll::Allgather, "staged", "device buffers: copied to pinned host memory for the MPI's own allgather",
+       device_any, nullptr},
   };
   return table;
 }

@@ -7,10 +7,24 @@
 
 namespace gcoll {
 
+// Device buffers on one node (docs/engine.md, "Device buffers"): @fused where the device
+// space fuses (MPS, or a GPU per rank), for allreduce up to 4 MiB (then the zero-copy
+// two-shot moves 3 x S bytes per rank instead of (3 + n) x S) and for any size where the
+// buffers cannot be exposed; the bank algorithms (oneshot, rd, ring, binomial, ...)
+// never run on a device space that fuses (registry.cc), so what it cannot fuse (long
+// double elements) and cannot run zero-copy is staged.
 const char *const kDefaultTune =
-    "allreduce:0-16K:@oneshot,allreduce:16K-inf:@twoshot,allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,"
-    "bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
-    "allgather:0-16K:@bruck,allgather:16K-inf:@ring";
+    "allreduce:0-4M:@fused,allreduce:0-16K:@oneshot,allreduce:16K-inf:@twoshot,allreduce:4M-inf:@fused,"
+    "allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,allreduce:0-inf:@staged,"
+    "bcast:0-inf:@fused,bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
+    "allgather:0-inf:@fused,allgather:0-16K:@bruck,allgather:16K-inf:@ring";
+
+// Tried before kDefaultTune for device calls where node ranks share a GPU without MPS
+// (time-sliced, MemSpace::time_sliced) and the space does not fuse: every engine step
+// there needs every rank's context to get the GPU in turn (about 1 ms at 8 B on an H100
+// with 4 ranks, against 0.34 ms for the staged MPI, which needs two turns per call), so
+// staging wins up to about 2 MiB (measured for allreduce; bcast and allgather assumed).
+const char *const kTimeSlicedTune = "allreduce:0-4M:@staged,bcast:0-4M:@staged,allgather:0-1M:@staged";
 
 namespace {
 
@@ -63,6 +77,16 @@ const std::vector<TuneRule> &default_rules() {
     std::vector<TuneRule> r;
     std::string err;
     parse_tune(kDefaultTune, &r, &err);  // unit-tested to parse
+    return r;
+  }();
+  return rules;
+}
+
+const std::vector<TuneRule> &time_sliced_rules() {
+  static const std::vector<TuneRule> rules = [] {
+    std::vector<TuneRule> r;
+    std::string err;
+    parse_tune(kTimeSlicedTune, &r, &err);  // unit-tested to parse
     return r;
   }();
   return rules;
@@ -122,11 +146,14 @@ std::string describe_algorithms(const std::string &user_tune) {
   std::ostringstream o;
   o << "algorithms (collective, name, default message sizes [lo-hi) from the built-in rules, description):\n";
   for (const auto &a : algorithms()) {
-    const std::string r = ranges_of(default_rules(), &a);
+    std::string r = ranges_of(default_rules(), &a);
+    const std::string ts = ranges_of(time_sliced_rules(), &a);
+    if (!ts.empty()) r += (r.empty() ? "" : " ") + ts + " (GPUs shared without MPS)";
     o << "  " << pad(coll_name(a.coll), 11) << pad(a.name, 14) << (r.empty() ? "- (only through GCOLL_TUNE)" : r)
       << "\n      " << a.description << "\n";
   }
   o << "default rules: " << kDefaultTune << "\n";
+  o << "device calls on GPUs shared without MPS, before the defaults: " << kTimeSlicedTune << "\n";
   if (!user_tune.empty()) {
     std::vector<TuneRule> user;
     std::string error;
@@ -144,6 +171,8 @@ std::string describe_algorithms(const std::string &user_tune) {
 
 const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t) {
   if (const Algorithm *x = first_match(user, a, t)) return x;
+  if (a.time_sliced && !a.fused)
+    if (const Algorithm *x = first_match(time_sliced_rules(), a, t)) return x;
   if (const Algorithm *x = first_match(default_rules(), a, t)) return x;
   // Sizes no rule covers: any algorithm of the collective that supports the call.
   for (const auto &algo : algorithms())

@@ -25,6 +25,9 @@ struct TuneRule {
 };
 
 extern const char *const kDefaultTune;
+// Tried after the user's rules and before kDefaultTune for device calls on GPUs that
+// ranks share without MPS (CollArgs::time_sliced) where the device space does not fuse.
+extern const char *const kTimeSlicedTune;
 
 // Parses `text` into *out. Status::ErrArg on a bad rule: *error says why in one line and
 // *out is left as it was (nothing half-applied).

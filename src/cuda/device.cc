@@ -1,9 +1,11 @@
 #include "cuda/device.h"
 
 #include <atomic>
+#include <new>
 
 #include "base/config.h"
 #include "base/log.h"
+#include "base/stats.h"
 #include "cuda/emulate.h"
 
 namespace gcoll {
@@ -33,7 +35,10 @@ class NoDriver final : public Driver {
 };
 
 std::atomic<Driver *> g_override{nullptr};
+std::atomic<std::uint64_t> g_driver_generation{0};  // set_driver_for_testing calls
 std::atomic<bool> g_query_warned{false};
+
+std::atomic<Driver *> g_default{nullptr};  // default_driver(), once made
 
 Driver &default_driver() {
   // Never destroyed: other static destructors and atexit handlers (MPI_Finalize called
@@ -47,31 +52,112 @@ Driver &default_driver() {
     return new NoDriver;
 #endif
   }();
+  g_default.store(d, std::memory_order_release);
   return *d;
+}
+
+// GCOLL_MEMORY_CACHE, read once (-1: not yet).
+std::atomic<int> g_cache_setting{-1};
+bool cache_setting() {
+  int v = g_cache_setting.load(std::memory_order_relaxed);
+  if (__builtin_expect(v < 0, 0)) {
+    v = config().memory_cache ? 1 : 0;
+    g_cache_setting.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
 }
 
 }  // namespace
 
 Driver &driver() {
   Driver *o = g_override.load(std::memory_order_acquire);
-  return o ? *o : default_driver();
+  if (o) return *o;
+  Driver *d = g_default.load(std::memory_order_acquire);
+  return d ? *d : default_driver();
 }
 
-void set_driver_for_testing(Driver *d) { g_override.store(d, std::memory_order_release); }
+void set_driver_for_testing(Driver *d) {
+  g_driver_generation.fetch_add(1, std::memory_order_acq_rel);
+  g_override.store(d, std::memory_order_release);
+}
 
-// Per buffer argument of every collective: no lock, no allocation.
-PtrInfo classify(const void *p) {
-  if (!p) return PtrInfo{};
-  Driver &d = driver();
-  if (!d.usable()) return PtrInfo{};
-  PtrInfo info;
-  const Status st = d.query(p, &info);
-  if (!ok(st)) {
-    if (!g_query_warned.exchange(true, std::memory_order_relaxed))
-      GCOLL_WARN("CUDA: pointer query failed (%s); such buffers are treated as host memory (logged once)",
-                 status_name(st));
-    return PtrInfo{};
+namespace {
+
+// Each thread's cache, created at its first classification (a pointer in initial-exec
+// TLS: one %fs load on the hot path, and libgcoll.so's static TLS stays small); freed when
+// the thread exits, after which that thread queries every buffer (exit handlers that
+// still call MPI).
+thread_local KindCache *t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_cache_gone __attribute__((tls_model("initial-exec"))) = false;
+
+struct CacheOwner {
+  ~CacheOwner() {
+    KindCache *c = t_cache;
+    t_cache = nullptr;
+    t_cache_gone = true;
+    delete c;
   }
+};
+thread_local CacheOwner t_cache_owner;
+
+KindCache *thread_cache() {
+  if (__builtin_expect(t_cache != nullptr, 1)) return t_cache;
+  if (t_cache_gone) return nullptr;
+  KindCache *c = new (std::nothrow) KindCache;
+  if (!c) return nullptr;  // out of memory: no cache, every buffer is queried
+  (void)&t_cache_owner;    // constructs it: its destructor frees the cache at thread exit
+  t_cache = c;
+  return c;
+}
+
+}  // namespace
+
+// Per buffer argument of every collective: no lock; no allocation after the thread's first.
+void classify(const void *const *ps, int n, PtrInfo *out) {
+  for (int i = 0; i < n; ++i) out[i] = PtrInfo{};
+  Driver &d = driver();
+  if (!d.usable()) return;
+  // The epoch is read before the query: a change while we ask makes the answer stale.
+  const std::atomic<std::uint64_t> *epoch = d.kind_epoch();
+  KindCache *cache = epoch && cache_setting() ? thread_cache() : nullptr;
+  std::uint64_t e = 0;
+  if (cache) {
+    cache->bind(epoch, g_driver_generation.load(std::memory_order_relaxed));
+    e = epoch->load(std::memory_order_acquire);
+  }
+  Stats &stats = process_stats();
+  for (int i = 0; i < n; ++i) {
+    const void *p = ps[i];
+    if (!p) continue;
+    if (cache && cache->lookup(p, e, &out[i])) {
+      stats.count(Counter::KindCacheHits);
+      continue;
+    }
+    stats.count(Counter::PointerQueries);
+    PtrInfo info;
+    const Status st = d.query(p, &info);
+    if (!ok(st)) {
+      if (!g_query_warned.exchange(true, std::memory_order_relaxed))
+        GCOLL_WARN("CUDA: pointer query failed (%s); such buffers are treated as host memory (logged once)",
+                   status_name(st));
+      continue;  // host
+    }
+    if (cache) cache->insert(p, e, info);
+    out[i] = info;
+  }
+}
+
+const std::atomic<std::uint64_t> *reuse_epoch() {
+  Driver &d = driver();
+  if (!d.usable() || !cache_setting()) return nullptr;
+  return d.kind_epoch();
+}
+
+std::uint64_t driver_generation() { return g_driver_generation.load(std::memory_order_acquire); }
+
+PtrInfo classify(const void *p) {
+  PtrInfo info;
+  classify(&p, 1, &info);
   return info;
 }
 

@@ -4,13 +4,16 @@
 //     cudaGetDriverEntryPointByVersion, so libgcoll.so never links libcuda and loads on a
 //     machine with no driver or no GPU (every CI machine). There, usable() is false and
 //     every buffer is host memory; nothing is printed and no context is created.
-//   - Classifier: what kind of memory a buffer is, and its allocation (base, size, ID).
+//   - Classifier: what kind of memory a buffer is, and its allocation (base, size, ID),
+//     through a per-thread memory-kind cache (KindCache) where the driver can say when an
+//     answer stops holding (Driver::kind_epoch).
 //   - IpcExportCache / IpcOpenCache: IPC handles of my allocations, and peers' opened
 //     handles, validated by buffer ID (a freed and reallocated buffer at the same address
 //     is a different buffer) and bounded, least recently used first out.
 // The caches work on the Driver interface only, so tests drive them with a fake driver.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -30,6 +33,10 @@ struct PtrInfo {
   std::size_t size = 0;
   std::uint64_t buffer_id = 0; // process-wide unique per allocation (CU_POINTER_ATTRIBUTE_BUFFER_ID)
   bool ipc_capable = false;    // a legacy IPC handle can export it (not cudaMallocAsync pools, cuMemCreate)
+  // The driver vouches that this answer holds for every address of [lo, hi) until its
+  // kind_epoch() changes (KindCache). false: ask again next time.
+  bool cacheable = false;
+  std::uintptr_t lo = 0, hi = 0;
 };
 
 // cudaIpcMemHandle_t / CUipcMemHandle: 64 opaque bytes.
@@ -51,6 +58,75 @@ class Driver {
   // the calling thread's current context: the caller makes the right device current.
   virtual Status ipc_open(const IpcHandle &h, void **out) = 0;
   virtual Status ipc_close(void *p) = 0;
+
+  // A counter that changes BEFORE any memory the driver answered `cacheable` for can
+  // change kind (its virtual range unmapped, or a device allocation freed) and AFTER any
+  // new device memory appears: answers are reused while it holds still (KindCache).
+  // nullptr: the driver cannot tell, and no answer is reused. Never 0 when set.
+  const std::atomic<std::uint64_t> *kind_epoch() const { return epoch_; }
+
+ protected:
+  const std::atomic<std::uint64_t> *epoch_ = nullptr;
+};
+
+// A small per-thread cache of classifications, keyed by address: an answer the driver
+// marked `cacheable` is reused for an address in its [lo, hi) while the driver's
+// kind_epoch() is what it was when the driver was asked. Two-way set-associative by the
+// address (the send and the receive buffer of a call never evict each other), most
+// recent first; no lock: each thread has its own. Tests use it directly.
+class KindCache {
+ public:
+  static constexpr int kSets = 16;
+  // The answer for p under `epoch`, when one is held (valid until the next insert).
+  const PtrInfo *find(const void *p, std::uint64_t epoch) const {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    for (const Slot &s : sets_[set(a)].way)
+      if (s.epoch == epoch && a >= s.info.lo && a < s.info.hi) return &s.info;
+    return nullptr;
+  }
+  bool lookup(const void *p, std::uint64_t epoch, PtrInfo *out) const {
+    const PtrInfo *i = find(p, epoch);
+    if (i) *out = *i;
+    return i != nullptr;
+  }
+  // Remembers `info` (cacheable, with lo <= p < hi) as read under `epoch` (read BEFORE
+  // the driver was asked, so that a change meanwhile makes it stale at once).
+  void insert(const void *p, std::uint64_t epoch, const PtrInfo &info) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (!info.cacheable || epoch == 0 || a < info.lo || a >= info.hi) return;
+    Set &st = sets_[set(a)];
+    st.way[1] = st.way[0];
+    st.way[0] = Slot{epoch, info};
+  }
+  void clear() {
+    for (Set &st : sets_) st = Set{};
+  }
+  // Answers are only comparable under one epoch counter of one driver: a cache that
+  // served another (a driver replaced for a test: `generation` counts replacements)
+  // starts empty.
+  void bind(const void *source, std::uint64_t generation) {
+    if (source_ != source || generation_ != generation) {
+      clear();
+      source_ = source;
+      generation_ = generation;
+    }
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t epoch = 0;  // 0: empty
+    PtrInfo info;
+  };
+  struct Set {
+    Slot way[2];
+  };
+  static int set(std::uintptr_t a) {
+    static_assert(kSets == 16, "the hash takes 4 bits");
+    return static_cast<int>(((a >> 4) * 0x9E3779B97F4A7C15ull) >> 60);
+  }
+  Set sets_[kSets];
+  const void *source_ = nullptr;
+  std::uint64_t generation_ = 0;
 };
 
 // The process's driver: the real one (cudaGetDriverEntryPointByVersion), or one that is
@@ -65,7 +141,20 @@ inline bool usable() { return driver().usable(); }
 // Classifies a buffer. Never fails: a driver error counts as host memory (and is logged
 // once), so a broken driver cannot make gcoll hand a device pointer to the MPI... except
 // that it cannot tell. Callers treat host as "give it to the MPI".
+// A buffer classified before, with the driver's kind_epoch() unchanged since, is answered
+// from the calling thread's KindCache without a driver query (GCOLL_MEMORY_CACHE=0: never).
+// Counts driver queries and cache hits in the stats (Counter::PointerQueries, KindCacheHits).
 PtrInfo classify(const void *p);
+// The same for n buffers at once (nullptr entries: host, not asked), with one look at the
+// driver and the cache for all: what the collectives' hot path uses.
+void classify(const void *const *ps, int n, PtrInfo *out);
+
+// For callers that keep classifications of their own (src/pmpi: the last call's buffers
+// per communicator): the epoch under which answers marked `cacheable` may be reused, or
+// nullptr (no usable driver, no epoch, GCOLL_MEMORY_CACHE=0); and a number that changes
+// whenever the process's driver is replaced (tests), so that kept answers are dropped.
+const std::atomic<std::uint64_t> *reuse_epoch();
+std::uint64_t driver_generation();
 
 // My allocations' IPC handles, by (base, buffer ID): cuIpcGetMemHandle costs
 // microseconds, a lookup nanoseconds. A freed and reallocated buffer at the same base has

@@ -12,6 +12,10 @@
 #include "base/log.h"
 #include "cuda/device.h"
 
+#if GCOLL_HAVE_UCM
+#include <ucm/api/ucm.h>
+#endif
+
 namespace gcoll {
 namespace cuda {
 
@@ -32,6 +36,49 @@ using CuPointerGetAttributes = CUresult(CUDAAPI *)(unsigned int n, CUpointer_att
 using CuIpcGetMemHandle = CUresult(CUDAAPI *)(CUipcMemHandle *h, CUdeviceptr p);
 using CuIpcOpenMemHandle = CUresult(CUDAAPI *)(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags);  // _v2
 using CuIpcCloseMemHandle = CUresult(CUDAAPI *)(CUdeviceptr p);
+
+// ---- the memory-kind cache on the real driver (device.h: KindCache) --------------------
+// What the real driver can vouch for, and what it relies on: only memory CUDA does not
+// know (CU_POINTER_ATTRIBUTE_MEMORY_TYPE 0: pageable memory of malloc, mmap, the stack)
+// is ever answered `cacheable`, and only while UCX's memory hooks (libucm, already loaded
+// with UCX) report every map and unmap in the process: such memory can only become device
+// memory after its owner unmaps its range (munmap, mremap, brk, shmdt, or an mmap with
+// MAP_FIXED over it), which the hooks see before it happens (UCM patches libc's own
+// functions, so glibc's internal munmap in free() is seen too; they are checked with
+// ucm_test_events when installed). Each event moves the epoch on, which forgets every
+// answer. Device, pinned and managed memory is queried at every call: the driver frees
+// and reuses those ranges without unmapping them (Debian's UCX has no CUDA hooks). What
+// is not covered: an unmap made by a raw system call, bypassing libc.
+std::atomic<std::uint64_t> g_vm_epoch{1};
+
+#if GCOLL_HAVE_UCM
+void on_vm_event(ucm_event_type_t, ucm_event_t *, void *) { g_vm_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
+// Installs the handler and checks that events arrive; false (nothing cached) otherwise,
+// e.g. under UCX_MEM_EVENTS=no.
+bool install_vm_hooks() {
+  const int events = UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
+  ucs_status_t st = ucm_set_event_handler(events, -1, on_vm_event, nullptr);
+  if (st != UCS_OK) {
+    GCOLL_INFO("CUDA: UCX memory hooks unavailable (%d): every buffer is queried at every call", static_cast<int>(st));
+    return false;
+  }
+  st = ucm_test_events(events);
+  if (st != UCS_OK) {
+    ucm_unset_event_handler(events, on_vm_event, nullptr);
+    GCOLL_INFO("CUDA: UCX memory hooks do not report events (%d): every buffer is queried at every call",
+               static_cast<int>(st));
+    return false;
+  }
+  GCOLL_INFO("CUDA: UCX memory hooks installed: host buffers are classified once until the process unmaps memory");
+  return true;
+}
+#else
+bool install_vm_hooks() {
+  GCOLL_INFO("CUDA: built without UCX memory hooks: every buffer is queried at every call");
+  return false;
+}
+#endif
 
 // The ABI version we ask for: a driver older than this has no such entry points (and the
 // CUDA 13 runtime refuses it anyway).
@@ -89,6 +136,11 @@ class RealDriver final : public Driver {
     const CUresult r = get_attributes_(sizeof attrs / sizeof attrs[0], attrs, data,
                                        static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)));
     if (r != CUDA_SUCCESS) return Status::ErrInternal;
+    if (type == 0 && hooks_) {  // memory CUDA does not know: see g_vm_epoch
+      out->cacheable = true;
+      out->lo = reinterpret_cast<std::uintptr_t>(p);
+      out->hi = out->lo + 1;
+    }
     // Managed memory reports the device type but the CPU may read it: host for gcoll.
     if (type != CU_MEMORYTYPE_DEVICE || managed) return Status::Ok;
     out->device = true;
@@ -167,12 +219,17 @@ class RealDriver final : public Driver {
       return false;
     }
     GCOLL_INFO("CUDA: driver loaded, %d devices", n);
+    if (config().memory_cache && install_vm_hooks()) {
+      hooks_ = true;
+      epoch_ = &g_vm_epoch;
+    }
     return true;
   }
 
   std::atomic<int> state_{-1};  // -1: not probed yet, 0: not usable, 1: usable
   std::once_flag once_;
   // Set by probe() before state_ is published; read only when usable.
+  bool hooks_ = false;  // UCX reports maps and unmaps: memory type 0 answers are cacheable
   CuPointerGetAttributes get_attributes_ = nullptr;
   CuIpcGetMemHandle ipc_get_ = nullptr;
   CuIpcOpenMemHandle ipc_open_ = nullptr;

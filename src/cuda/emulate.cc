@@ -8,10 +8,12 @@
 #include "cuda/emulate.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -23,6 +25,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,6 +41,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "gcoll/gcoll_emulate.h"
+#include "kernels/fused.h"
 #include "kernels/host_reduce.h"
 #include "kernels/types.h"
 
@@ -152,6 +156,7 @@ class Registry {
     try {
       std::unique_lock<std::shared_mutex> lk(mu_);
       ranges_.emplace(base, r);
+      changed();
       return true;
     } catch (const std::bad_alloc &) {
       set_error("emulated GPU: out of memory registering an allocation");
@@ -200,6 +205,7 @@ class Registry {
     if (it == ranges_.end() || it->second.imported) return false;
     *out = it->second;
     ranges_.erase(it);
+    changed();  // before the caller unmaps it: see epoch
     return true;
   }
 
@@ -232,6 +238,7 @@ class Registry {
         ranges_.erase(base);
         throw;
       }
+      changed();
       *out = reinterpret_cast<void *>(base);
       return true;
     } catch (const std::bad_alloc &) {
@@ -251,13 +258,45 @@ class Registry {
       *out = it->second;
       imports_.erase(it->second.origin);
       ranges_.erase(it);
+      changed();  // before the caller unmaps it
     }
     return Status::Ok;
   }
 
   std::uint64_t next_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
+  // What the driver's query answers for p: the allocation containing it (true), or
+  // (false) the gap between allocations around it, [*lo, *hi), where every address is
+  // answered the same (memory the emulation did not allocate, or an allocation's padding).
+  bool classify(const void *p, std::uintptr_t *base, Range *out, std::uintptr_t *lo, std::uintptr_t *hi) const {
+    std::shared_lock<std::shared_mutex> lk(mu_);
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    auto next = ranges_.upper_bound(a);
+    *lo = 0;
+    *hi = next == ranges_.end() ? UINTPTR_MAX : next->first;
+    if (next != ranges_.begin()) {
+      auto it = std::prev(next);
+      const std::size_t extent = it->second.size ? it->second.size : 1;
+      if (a - it->first < extent) {
+        *base = it->first;
+        *out = it->second;
+        return true;
+      }
+      *lo = it->first + extent;
+    }
+    return false;
+  }
+
+  // Changes whenever an allocation or an IPC mapping comes or goes, inside the lock:
+  // after a new range is registered (so a query that read the old value and missed the
+  // range is stale), and after a range is removed but before it is unmapped (so no
+  // answer read under the new value can say it is still there, and none read under the
+  // old one outlives its address's reuse). The driver's kind_epoch().
+  std::atomic<std::uint64_t> epoch{1};
+
  private:
+  void changed() { epoch.fetch_add(1, std::memory_order_acq_rel); }
+
   // The range whose mapping contains address a, or end(). Caller holds mu_.
   std::map<std::uintptr_t, Range>::const_iterator containing(std::uintptr_t a) const {
     auto it = ranges_.upper_bound(a);
@@ -566,19 +605,36 @@ bool names_allocation(int fd, int pid, std::uint64_t id) {
 
 class EmuDriver final : public Driver {
  public:
+  EmuDriver() { epoch_ = &state().registry.epoch; }
+
+  // Per buffer classification: one relaxed load after the first call (std::call_once
+  // costs a TLS lookup every time).
   bool usable() override {
-    std::call_once(said_, [] {
-      GCOLL_INFO("CUDA: emulated GPU (GCOLL_CUDA=emulate, a testing mode): CUDA is not used; device buffers "
-                 "are the emulation's");
-    });
+    if (__builtin_expect(!said_flag_.load(std::memory_order_acquire), 0)) {
+      std::call_once(said_, [this] {
+        GCOLL_INFO("CUDA: emulated GPU (GCOLL_CUDA=emulate, a testing mode): CUDA is not used; device buffers "
+                   "are the emulation's");
+        said_flag_.store(true, std::memory_order_release);
+      });
+    }
     return true;
   }
 
+  // Exact answers, all cacheable: every change of kind goes through the registry, whose
+  // epoch is this driver's kind_epoch().
   Status query(const void *p, PtrInfo *out) override {
     *out = PtrInfo{};
-    std::uintptr_t base = 0;
+    std::uintptr_t base = 0, lo = 0, hi = 0;
     Range r;
-    if (!state().registry.find(p, &base, &r) || !r.device()) return Status::Ok;  // host memory
+    out->cacheable = true;
+    if (!state().registry.classify(p, &base, &r, &lo, &hi)) {
+      out->lo = lo;
+      out->hi = hi;
+      return Status::Ok;  // memory the emulation did not allocate: host
+    }
+    out->lo = base;
+    out->hi = base + (r.size ? r.size : 1);
+    if (!r.device()) return Status::Ok;  // managed, pinned: host memory to gcoll
     out->device = true;
     out->ordinal = 0;
     out->base = base;
@@ -681,11 +737,97 @@ class EmuDriver final : public Driver {
 
  private:
   std::once_flag said_;
+  std::atomic<bool> said_flag_{false};
 };
 
 // ---- runtime -----------------------------------------------------------------------
 
 EmuEvent *as_event(Event e) { return static_cast<EmuEvent *>(e); }
+
+// ---- the fused one-shot collectives ---------------------------------------------------
+
+constexpr int kEmuSms = 16;  // the emulated GPU's SM count (the fused kernels' blocks, all ranks together)
+
+// One op of kernels/fused.h with every pointer translated to the emulation's views.
+struct FusedEmuJob {
+  FusedParams p;
+  unsigned char *bank[kFusedMaxRanks] = {};
+  FusedControl *ctl[kFusedMaxRanks] = {};
+  unsigned char *dst[kFusedMaxRanks] = {};
+  const unsigned char *in = nullptr;
+  unsigned char *out = nullptr;
+  std::uint64_t *status = nullptr;
+};
+
+// Steps 1 to 5 of kernels/fused.h, block after block (a valid schedule of the GPU's
+// concurrent blocks: every block publishes and posts before any waits). Waiting yields
+// the CPU (the emulation shares a few cores with all the ranks), within p.spin_ns. A
+// random delay (GCOLL_EMU_DELAY, now and then 8 times as long) before each block's
+// result, as on a slow or busy SM, keeps readers of a bank late enough for an early
+// overwrite to show.
+void run_fused(const FusedEmuJob &j) {
+  const FusedParams &p = j.p;
+  const std::uint64_t s = p.seq;
+  if (!p.resume) {
+    const bool publish = !p.failed && (p.kind != FusedKind::Bcast || p.me == p.root);
+    for (int b = 0; b < p.blocks; ++b) {
+      std::size_t lo, hi;
+      fused_range(p.bytes, p.blocks, b, &lo, &hi);
+      if (publish && hi > lo) std::memcpy(j.bank[p.me] + lo, j.in + lo, hi - lo);
+      if (p.failed) __atomic_store_n(&j.ctl[p.me]->failed[s & 1], s, __ATOMIC_RELEASE);
+      __atomic_store_n(&j.ctl[p.me]->flag[b], s, __ATOMIC_RELEASE);
+    }
+  }
+  const std::uint64_t budget_ns = p.spin_ns;
+  for (int b = 0; b < p.blocks; ++b) {
+    std::uint64_t code = p.failed ? kFusedFailed : kFusedDone;
+    for (int q = 0; q < p.nranks; ++q) {
+      if (q == p.me) continue;
+      const std::uint64_t *flag = &j.ctl[q]->flag[b];
+      const auto t0 = std::chrono::steady_clock::now();
+      bool arrived = false;
+      for (unsigned spin = 0;; ++spin) {
+        if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) >= s) {
+          arrived = true;
+          break;
+        }
+        const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+        if (static_cast<std::uint64_t>(waited.count()) > budget_ns) break;
+        if (spin < 16)
+          sched_yield();
+        else
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      if (!arrived)
+        code = std::max<std::uint64_t>(code, kFusedTimedOut);
+      else if (__atomic_load_n(&j.ctl[q]->failed[s & 1], __ATOMIC_ACQUIRE) == s)
+        code = std::max<std::uint64_t>(code, kFusedFailed);
+    }
+    std::size_t lo, hi;
+    fused_range(p.bytes, p.blocks, b, &lo, &hi);
+    if (code == kFusedDone && hi > lo) {
+      std::uint32_t us = random_delay_us();
+      if (us % 8 == 1) us *= 8;  // now and then a much slower block
+      if (us) std::this_thread::sleep_for(std::chrono::microseconds(us));
+      switch (p.kind) {
+        case FusedKind::Allreduce: {
+          const void *srcs[kFusedMaxRanks];
+          for (int q = 0; q < p.nranks; ++q) srcs[q] = j.bank[q] + lo;
+          if (!host_reduce(p.dtype, p.op, j.out + lo, srcs, p.nranks, (hi - lo) / p.elem)) code = kFusedFailed;
+          break;
+        }
+        case FusedKind::Bcast:
+          if (p.me != p.root) std::memcpy(j.out + lo, j.bank[p.root] + lo, hi - lo);
+          break;
+        case FusedKind::Allgather:
+          for (int q = 0; q < p.nranks; ++q)
+            if (j.dst[q]) std::memcpy(j.dst[q] + lo, j.bank[q] + lo, hi - lo);
+          break;
+      }
+    }
+    __atomic_store_n(&j.status[b], (s << 2) | code, __ATOMIC_RELEASE);
+  }
+}
 
 class EmuRuntime final : public Runtime {
  public:
@@ -842,6 +984,73 @@ class EmuRuntime final : public Runtime {
       if (!host_reduce(t, op, dp, from.data(), m, count)) es->fail();
     });
     return queued ? Status::Ok : Status::ErrNoMem;
+  }
+
+  Status device_info(int dev, DeviceInfo *out) override {
+    *out = DeviceInfo{};
+    if (dev != 0) {
+      set_error("emulated GPU: no device %d (there is one, 0)", dev);
+      return Status::ErrArg;
+    }
+    static const char kUuid[16] = "gcoll-emu-gpu-0";
+    std::memcpy(out->uuid, kUuid, sizeof out->uuid);
+    out->sm_count = kEmuSms;
+    out->mps = 1;  // every process's stream work runs at once, as under MPS
+    return Status::Ok;
+  }
+
+  // The kernel of kernels/fused.h on the stream's worker thread, block after block, with
+  // the flags as atomics in the shared memory of the banks' memfds (device memory here is
+  // shared between the processes, as IPC-mapped memory is on a GPU).
+  Status fused(const FusedParams &p, Stream s) override {
+    if (p.nranks < 1 || p.nranks > kFusedMaxRanks || p.me < 0 || p.me >= p.nranks || p.blocks < 1 ||
+        p.blocks > kFusedMaxBlocks || p.root < 0 || p.root >= p.nranks || p.seq == 0 || !p.status) {
+      set_error("emulated GPU: inconsistent fused-collective parameters");
+      return Status::ErrArg;
+    }
+    if (p.kind == FusedKind::Allreduce) {
+      if (!op_supported(p.op, p.dtype)) {
+        set_error("emulated GPU: no reduction %s on %s", rop_name(p.op), dtype_name(p.dtype));
+        return Status::NotSupported;
+      }
+      if (p.elem != dtype_size(p.dtype) || kFusedAlign % p.elem != 0) {
+        set_error("emulated GPU: fused allreduce of %zu-byte elements of %s", p.elem, dtype_name(p.dtype));
+        return Status::ErrArg;
+      }
+    }
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    FusedEmuJob j;
+    j.p = p;
+    Registry &reg = state().registry;
+    const auto shadow = [&](const void *ptr, std::size_t bytes, void **out) {
+      Translated t;
+      if (!reg.translate(ptr, bytes, &t)) return false;
+      *out = t.addr;
+      return true;
+    };
+    bool good = true;
+    for (int q = 0; q < p.nranks && good; ++q) {
+      void *b = nullptr, *c = nullptr;
+      good = shadow(p.bank[q], p.bytes, &b) && shadow(p.ctl[q], sizeof(FusedControl), &c);
+      j.bank[q] = static_cast<unsigned char *>(b);
+      j.ctl[q] = static_cast<FusedControl *>(c);
+      if (good && p.kind == FusedKind::Allgather && p.dst[q]) {
+        void *d = nullptr;
+        good = shadow(p.dst[q], p.bytes, &d);
+        j.dst[q] = static_cast<unsigned char *>(d);
+      }
+    }
+    void *in = nullptr, *out = nullptr, *status = nullptr;
+    const bool publishes = !p.failed && (p.kind != FusedKind::Bcast || p.me == p.root);
+    if (good && publishes && !p.resume) good = shadow(p.in, p.bytes, &in);
+    if (good && p.kind != FusedKind::Allgather) good = shadow(p.out, p.bytes, &out);
+    if (good) good = shadow(p.status, sizeof(std::uint64_t) * static_cast<std::size_t>(p.blocks), &status);
+    if (!good) return Status::ErrArg;
+    j.in = static_cast<const unsigned char *>(in);
+    j.out = static_cast<unsigned char *>(out);
+    j.status = static_cast<std::uint64_t *>(status);
+    return es->enqueue([j] { run_fused(j); }) ? Status::Ok : Status::ErrNoMem;
   }
 
   const char *last_error() override {

@@ -55,6 +55,11 @@ class NoRuntime final : public Runtime {
   Status reduce(DType, ROp, void *, const void *const *, int, std::size_t, Stream) override {
     return Status::NotSupported;
   }
+  Status device_info(int, DeviceInfo *out) override {
+    *out = DeviceInfo{};
+    return Status::NotSupported;
+  }
+  Status fused(const FusedParams &, Stream) override { return Status::NotSupported; }
   const char *last_error() override { return "gcoll was built without CUDA"; }
 };
 

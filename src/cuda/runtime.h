@@ -1,5 +1,5 @@
-// The CUDA runtime as gcoll uses it: streams, events, allocations, copies and the
-// reduction kernel. Everything in gcoll that moves device memory (the staged path,
+// The CUDA runtime as gcoll uses it: streams, events, allocations, copies, the
+// reduction kernel and the fused one-shot collectives (kernels/fused.h). Everything in gcoll that moves device memory (the staged path,
 // src/pmpi/staged.cc, and the CUDA memory space, src/coll/cuda_space.cc) goes through
 // this interface, never through cudart directly, so that the same code runs on:
 //   - the real GPU (runtime_cuda.cc: the static CUDA runtime and the kernels of
@@ -13,6 +13,7 @@
 #include <cstddef>
 
 #include "base/status.h"
+#include "kernels/fused.h"
 #include "kernels/types.h"
 
 namespace gcoll {
@@ -21,6 +22,15 @@ namespace cuda {
 // Opaque handles: cudaStream_t / cudaEvent_t on a GPU, the emulation's own objects else.
 using Stream = void *;
 using Event = void *;
+
+// What decides whether ranks sharing a GPU may spin on it (the fused one-shot).
+struct DeviceInfo {
+  unsigned char uuid[16] = {};  // the physical GPU (the same in every process, whatever
+                                // CUDA_VISIBLE_DEVICES maps it to)
+  int sm_count = 0;
+  int mps = -1;  // 1: this process's work on it runs under MPS (cudaDevAttrMpsEnabled);
+                 // 0: it does not; -1: cannot tell (a driver older than the attribute)
+};
 
 class Runtime {
  public:
@@ -70,6 +80,14 @@ class Runtime {
   virtual int max_sources() const = 0;
   virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count,
                         Stream s) = 0;
+
+  // Identity, SM count and MPS state of device `dev`.
+  virtual Status device_info(int dev, DeviceInfo *out) = 0;
+
+  // The fused one-shot collectives (kernels/fused.h): queues the kernel of one op on `s`
+  // (an allreduce needs reduce_supported(p.op, p.dtype)); what each block did is in
+  // p.status once the stream has reached that point.
+  virtual Status fused(const FusedParams &p, Stream s) = 0;
 
   // The text of the last failure of this thread (for messages); clears it.
   virtual const char *last_error() = 0;

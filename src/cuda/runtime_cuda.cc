@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "cuda/runtime.h"
 #include "kernels/cuda_reduce.cuh"
@@ -110,6 +111,28 @@ class CudaRuntime final : public Runtime {
   Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count, Stream s) override {
     return check(cuda_reduce(t, op, dst, srcs, m, count, S(s)), "reduce kernel");
   }
+
+  Status device_info(int dev, DeviceInfo *out) override {
+    *out = DeviceInfo{};
+    cudaDeviceProp prop{};
+    Status r = check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+    if (!ok(r)) return r;
+    static_assert(sizeof prop.uuid.bytes == sizeof out->uuid, "a CUDA UUID is 16 bytes");
+    std::memcpy(out->uuid, prop.uuid.bytes, sizeof out->uuid);
+    out->sm_count = prop.multiProcessorCount;
+    // "Contexts created on this device will be shared via MPS" (driver_types.h); a driver
+    // too old for the attribute rejects it: unknown.
+    int mps = 0;
+    if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, dev) == cudaSuccess) {
+      out->mps = mps ? 1 : 0;
+    } else {
+      cudaGetLastError();
+      out->mps = -1;
+    }
+    return Status::Ok;
+  }
+
+  Status fused(const FusedParams &p, Stream s) override { return check(cuda_fused(p, S(s)), "fused collective kernel"); }
 
   const char *last_error() override { return t_error; }
 };

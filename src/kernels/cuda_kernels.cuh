@@ -172,13 +172,21 @@ constexpr bool kHasLongDouble = std::is_same_v<T, long double>;
 template <class V, class I>
 constexpr bool kHasLongDouble<Pair<V, I>> = kHasLongDouble<V> || kHasLongDouble<I>;
 
+// The dispatch from (DType, ROp) to a kernel template, for any launcher: L<T, Op>::run(j)
+// launches the kernel of device element type T and functor Op (LaunchReduce below, the
+// fused one-shot's LaunchFused in cuda_fused_kernels.cuh).
+template <class T, class Op>
+struct LaunchReduce {
+  static cudaError_t run(const Job &j) { return launch_reduce<T, Op>(j); }
+};
+
 // The kernels of device element type T: one per op of the type's op set kOps.
-template <class T, OpSet kOps>
-cudaError_t reduce_ops(ROp op, const Job &j) {
+template <template <class, class> class L, class T, OpSet kOps, class J>
+cudaError_t run_ops(ROp op, const J &j) {
   switch (op) {
-#define GCOLL_X(rop, ...)                                                             \
-  case ROp::rop:                                                                     \
-    if constexpr ((kOps & op_bit(ROp::rop)) != 0) return launch_reduce<T, rop<T>>(j); \
+#define GCOLL_X(rop, ...)                                                        \
+  case ROp::rop:                                                                \
+    if constexpr ((kOps & op_bit(ROp::rop)) != 0) return L<T, rop<T>>::run(j); \
     break;
     GCOLL_ROPS(GCOLL_X)
 #undef GCOLL_X
@@ -189,27 +197,33 @@ cudaError_t reduce_ops(ROp op, const Job &j) {
 
 // A list entry's kernels when its unit is kUnit, nothing otherwise (a template, so that
 // the other units' types are never instantiated in this file).
-template <CudaUnit kUnit, CudaUnit kTypeUnit, class HostT, OpSet kOps>
-cudaError_t reduce_if_unit(ROp op, const Job &j) {
+template <template <class, class> class L, CudaUnit kUnit, CudaUnit kTypeUnit, class HostT, OpSet kOps,
+          class J>
+cudaError_t run_if_unit(ROp op, const J &j) {
   if constexpr (kUnit == kTypeUnit) {
     static_assert(!kHasLongDouble<HostT>, "no long double on the device: give it CUDA unit None");
-    return reduce_ops<typename OnDevice<HostT>::type, kOps>(op, j);
+    return run_ops<L, typename OnDevice<HostT>::type, kOps>(op, j);
   } else {
     return cudaErrorNotSupported;
   }
 }
 
 // The launcher of the .cu file of unit kUnit: the kernels of the list's types of that unit.
-template <CudaUnit kUnit>
-cudaError_t reduce_unit(DType t, ROp op, const Job &j) {
+template <template <class, class> class L, CudaUnit kUnit, class J>
+cudaError_t run_unit(DType t, ROp op, const J &j) {
   switch (t) {
 #define GCOLL_X(dtype, name, ops, unit, mpi, ...) \
-  case DType::dtype: return reduce_if_unit<kUnit, CudaUnit::unit, __VA_ARGS__, ops>(op, j);
+  case DType::dtype: return run_if_unit<L, kUnit, CudaUnit::unit, __VA_ARGS__, ops>(op, j);
     GCOLL_DTYPES(GCOLL_X)
 #undef GCOLL_X
     case DType::kCount: break;
   }
   return cudaErrorNotSupported;
+}
+
+template <CudaUnit kUnit>
+cudaError_t reduce_unit(DType t, ROp op, const Job &j) {
+  return run_unit<LaunchReduce, kUnit>(t, op, j);
 }
 
 }  // namespace gpu

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/fused.h"
 #include "kernels/types.h"
 
 namespace gcoll {
@@ -31,5 +32,11 @@ cudaError_t cuda_reduce(DType t, ROp op, void *dst, const void *const *srcs, int
 // Enqueues a copy of `bytes` bytes between device (or peer-mapped) buffers with a copy
 // kernel. dst == src or bytes == 0 enqueue nothing; other overlap is not allowed.
 cudaError_t cuda_copy(void *dst, const void *src, std::size_t bytes, cudaStream_t stream);
+
+// Enqueues the fused one-shot kernel of one op (kernels/fused.h): p.blocks blocks of
+// kFusedThreads threads. cudaErrorNotSupported for an allreduce !cuda_op_supported,
+// cudaErrorInvalidValue for inconsistent parameters (nothing enqueued then), else the
+// launch status.
+cudaError_t cuda_fused(const FusedParams &p, cudaStream_t stream);
 
 }  // namespace gcoll

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,9 +12,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "base/log.h"
+#include "base/wait.h"
 #include "kernels/host_reduce.h"
 
 namespace gcoll {
@@ -49,9 +50,10 @@ class HostSpace final : public MemSpace {
   Status sync() override {
     const std::uint64_t e = ++epoch_;
     control(lr_)->epoch.store(e, std::memory_order_release);  // publishes failed_at too
+    WaitPolicy w;
     for (int p = 0; p < n_; ++p) {
       if (p == lr_) continue;
-      Status st = wait_for(p, e);
+      Status st = wait_for(p, e, w);
       if (!ok(st)) return st;
     }
     // Epochs advance alike on every rank, so a failure reported at a sync of this call
@@ -88,24 +90,21 @@ class HostSpace final : public MemSpace {
     return base_ + data0 + (static_cast<std::size_t>(lr) * 2 + which) * opt_.bank_bytes;
   }
 
-  // Spins briefly, then yields, then sleeps (oversubscribed nodes must let peers run);
-  // checks that the peer is alive about once a second.
-  Status wait_for(int p, std::uint64_t e) {
+  // Waits for peer p's epoch e, pausing by the wait policy (src/base/wait.h: spin, then
+  // yield or sleep, so that ranks that outnumber the cores let their peers run); one
+  // policy spans a whole sync. Checks that the peer is alive about once a second.
+  Status wait_for(int p, std::uint64_t e, WaitPolicy &w) {
     const auto start = std::chrono::steady_clock::now();
     auto next_check = start + std::chrono::seconds(1);
-    for (unsigned spin = 0;; ++spin) {
+    for (;;) {
       if (control(p)->epoch.load(std::memory_order_acquire) >= e) return Status::Ok;
       if (opt_.progress) opt_.progress();
       if (while_waiting) {
         Status st = while_waiting();
         if (!ok(st)) return st;
       }
-      if (spin < 64) continue;
-      if (spin < 4096) {
-        sched_yield();
-        continue;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      w.pause();
+      if ((w.polls() & 255) != 0) continue;
       const auto now = std::chrono::steady_clock::now();
       if (now < next_check) continue;
       next_check = now + std::chrono::seconds(1);
@@ -138,11 +137,32 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
   if (PMPI_Comm_rank(node_comm, &lr) != MPI_SUCCESS || PMPI_Comm_size(node_comm, &n) != MPI_SUCCESS)
     return Status::ErrComm;
   const std::size_t bytes = n * sizeof(Control) + static_cast<std::size_t>(n) * 2 * opt.bank_bytes;
+  // The CPUs the node's ranks may run on together: more ranks than that, and the waits
+  // must give their CPU away (src/base/wait.h).
+  {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) {
+      const int on = wait_process_cpus();
+      for (int c = 0; c < on && c < CPU_SETSIZE; ++c) CPU_SET(c, &cpus);
+    }
+    if (PMPI_Allreduce(MPI_IN_PLACE, &cpus, static_cast<int>(sizeof cpus), MPI_BYTE, MPI_BOR, node_comm) !=
+        MPI_SUCCESS)
+      return Status::ErrComm;
+    wait_note_node(n, CPU_COUNT(&cpus));
+  }
 
   // Local rank 0 creates the segment; everyone learns its name (empty name: failure).
   char name[64] = "";
   if (lr == 0) {
-    std::snprintf(name, sizeof name, "/gcoll.%d.%u", static_cast<int>(getpid()), g_segment_counter++);
+    // Unique per job and communicator: my pid (live processes differ), a counter (my
+    // communicators differ), and a random part (processes of other pid namespaces that
+    // share /dev/shm, e.g. containers, may have my pid). O_EXCL: never someone else's.
+    std::uint32_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof nonce))
+      nonce = static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::snprintf(name, sizeof name, "/gcoll.%d.%u.%08x", static_cast<int>(getpid()), g_segment_counter++,
+                  static_cast<unsigned>(nonce));
     const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       GCOLL_WARN("shared memory segment %s of %zu bytes: %s", name, bytes, std::strerror(errno));

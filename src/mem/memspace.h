@@ -17,7 +17,13 @@
 // lives (IPC handle of its allocation base + offset, cached by buffer ID) instead of its
 // bytes; after the next sync() every node peer gets a pointer to it with exposed(). The
 // buffer itself is not double-buffered: the algorithm must sync once more after the last
-// peer read of it before the call returns (finish() does).
+// peer read of it before the call returns (finish() does, for calls that exposed).
+//
+// Fused ops (device only, can_fuse()): one collective step of every node rank in ONE
+// kernel per rank (kernels/fused.h): it copies my part into my bank, raises my flag in
+// device memory, waits for the peers' flags and writes my result; the host launches it
+// and waits once. No sync() is involved. Where a space can fuse, its banks are the fused
+// ops' only (the bank algorithms do not run there: registry.cc).
 #pragma once
 
 #include <cstddef>
@@ -25,9 +31,27 @@
 #include <functional>
 
 #include "base/status.h"
+#include "kernels/fused.h"
 #include "kernels/types.h"
 
 namespace gcoll {
+
+// One fused op (MemSpace::fused): my part of one step of a collective, on at most
+// capacity() bytes (allgather: per rank). Every rank of the node makes the same fused()
+// calls in the same order (with its own buffers).
+struct FusedCall {
+  FusedKind kind = FusedKind::Allreduce;
+  DType dtype = DType::Uint8;  // allreduce
+  ROp op = ROp::Sum;           // allreduce
+  std::size_t elem = 1;        // allreduce: bytes per element
+  const void *in = nullptr;    // allreduce: my input; allgather: my piece; bcast: the
+                               // buffer on the root (unused elsewhere)
+  void *out = nullptr;         // allreduce: my result; bcast: my buffer
+  std::size_t bytes = 0;       // allreduce, bcast: bytes of the op; allgather: one piece
+  int root = 0;                // bcast: the root's local rank
+  void *dst[kFusedMaxRanks] = {};  // allgather: where local rank q's piece goes in my
+                                   // result (nullptr: nowhere, e.g. my own in place)
+};
 
 class MemSpace {
  public:
@@ -52,8 +76,10 @@ class MemSpace {
 
   // A call starts (device: mappings it uses are kept until the next call) / ends. Device:
   // finish() waits until everything enqueued is complete (the result is in the user's
-  // buffer) and then syncs once more, so that no peer still reads my buffers or banks
-  // when the call returns (the application may reuse them, or free the communicator).
+  // buffer); when the call exposed user buffers it then syncs once more, so that no peer
+  // still reads them when the call returns (the application may reuse or free them).
+  // Banks need no final sync: a peer overwrites the bank I read last only after its next
+  // sync, which waits for me (and my stream) to get there.
   virtual void begin_call() {}
   virtual Status finish() { return Status::Ok; }
 
@@ -64,8 +90,24 @@ class MemSpace {
   // part in that sync (the algorithms sync on every rank whatever happened).
   virtual void mark_failed() {}
 
+  // Fused ops (see above). can_fuse() is agreed by the node's ranks when the space is
+  // created (the same on every rank). fused(): Ok on every rank, or ErrInternal on every
+  // rank when a rank's part failed (mark_failed() before it, or a device error it could
+  // report); a peer that does not arrive within GCOLL_TIMEOUT, or dies, gives
+  // ErrTransport, after which every fused op of the space fails at once.
+  virtual bool can_fuse() const { return false; }
+  // Device: node ranks share a GPU without MPS, so their work runs in turn (agreed at
+  // creation, as can_fuse()): each step that needs every rank's GPU work costs a round of
+  // context switches there, and the defaults stage small calls instead (tune.cc).
+  virtual bool time_sliced() const { return false; }
+  virtual Status fused(const FusedCall &c) {
+    (void)c;
+    return Status::NotSupported;
+  }
+
   // Memory for an algorithm's private intermediate results, where reduce() and copy()
-  // may write (at least 4 x capacity() bytes); nullptr: use host memory (the engine's).
+  // may write (at least 4 x capacity() bytes); nullptr: use host memory (the engine's),
+  // or (a space that fuses) none: the algorithms that need it do not run there.
   virtual char *work_area() { return nullptr; }
 
   // Zero-copy exposure of user buffers (see above). `slot` < kExposeSlots.

@@ -3,9 +3,12 @@
 
 #include <mpi.h>
 
+#include <cstring>
+
 #include "base/build_info.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "base/stats.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
 
@@ -56,6 +59,16 @@ GCOLL_EXPORT int gcoll_enabled(void) {
 }
 
 GCOLL_EXPORT int gcoll_live_comm_states(void) { return gcoll::live_comm_states(); }
+
+GCOLL_EXPORT long long gcoll_library_counter(const char *name) {
+  if (!name) return -1;
+  for (int k = 0; k < gcoll::kLibCounters; ++k) {
+    const auto c = static_cast<gcoll::Counter>(k);
+    if (std::strcmp(name, gcoll::counter_name(c)) == 0)
+      return static_cast<long long>(gcoll::process_stats().total(c));
+  }
+  return -1;
+}
 
 GCOLL_EXPORT int gcoll_print_info(FILE *out) {
   try {

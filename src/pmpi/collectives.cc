@@ -8,12 +8,14 @@
 #include "coll/engine.h"
 #include "cuda/device.h"
 #include "pmpi/comm_state.h"
+#include "pmpi/deviate.h"
 #include "pmpi/dispatch.h"
 #include "pmpi/errors.h"
 #include "pmpi/memory.h"
 #include "pmpi/mpi_types.h"
 #include "pmpi/runtime.h"
 #include "coll/staged.h"
+#include "cuda/runtime.h"
 
 namespace gcoll {
 
@@ -26,6 +28,27 @@ std::uint64_t payload(int count, MPI_Datatype type) {
   int size = 0;
   PMPI_Type_size(type, &size);
   return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size > 0 ? size : 0);
+}
+
+// The size of a predefined datatype (one the engine maps: such handles are never freed),
+// remembered per thread for the last one: PMPI_Type_size on every call costs a call and a
+// store-to-load stall. Derived datatypes are always asked (their handles are reused).
+struct LastTypeSize {  // trivial: zero TLS, no init function
+  MPI_Datatype type;
+  int size;
+};
+thread_local LastTypeSize t_type_size __attribute__((tls_model("initial-exec")));
+
+std::uint64_t payload_predefined(int count, MPI_Datatype type) {
+  if (count <= 0) return 0;
+  LastTypeSize &l = t_type_size;
+  if (l.type != type || type == MPI_Datatype()) {
+    int size = 0;
+    PMPI_Type_size(type, &size);
+    l.type = type;
+    l.size = size > 0 ? size : 0;
+  }
+  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(l.size);
 }
 
 // Runs the engine for a call it supports. NotSupported (the same on every rank, before
@@ -56,14 +79,18 @@ struct Buffers {
 //   2. decide the path, the same on every rank, before any byte moves: `prepare` fills
 //      the engine's arguments and says whether the engine supports the call (it never
 //      supports invalid arguments: those go to the MPI, which reports them as it does);
-//      the memory kinds of the buffers are classified, and for calls the engine
-//      supports, agreed across the ranks (memory.h);
-//   3. run it; an engine answer of NotSupported (rank-uniform, before anything moved)
-//      falls back to the MPI (host) or the staged path (device); any other engine error
-//      goes to the error handler;
+//      the memory kinds of the buffers are classified (cached, cuda/device.h), and for
+//      calls the engine supports, taken as the ranks last agreed (memory.h), so that
+//      every rank takes the engine or none does;
+//   3. run it; a rank whose own buffers differ from the agreed kind takes the engine
+//      call on scratch of the agreed kind (deviate.h); an engine answer of NotSupported
+//      (rank-uniform, before anything moved) falls back to the MPI (host buffers) or the
+//      staged path (device buffers), each rank by its own buffers; any other engine
+//      error goes to the error handler;
 //   4. count the call.
 // `mpi` runs the PMPI_* call, `staged` the staged path (given which buffers are device
-// memory); `bytes` gives the result size after success.
+// memory); `bytes(predefined)` gives the result size after success (`predefined`: the
+// engine mapped the datatype, a predefined one).
 template <class Prepare, class Mpi, class Staged, class Bytes>
 int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi,
              Staged &&staged, Bytes &&bytes) {
@@ -87,7 +114,7 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
       stats.record(coll, Path::Error, 0);
       return rc;
     }
-    const std::uint64_t b = bytes();
+    const std::uint64_t b = bytes(false);
     stats.record(coll, Path::Passthrough, b);
     GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(Path::Passthrough));
     return rc;
@@ -97,18 +124,18 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
   DispatchInput in;
   in.host_buffers_engine = host_engine;
   in.engine_supports = cs && prepare(&args);
-  // Memory kinds: mine, then (for calls the engine could take) everyone's.
+  // Memory kinds: mine, then (for calls the engine could take) the agreed ones.
   const void *ptrs[2] = {bufs.send, bufs.recv};
-  const LocalMemory lm = classify_local(ptrs, 2, cs ? cs->device : -1);
+  const LocalMemory lm = cs ? classify_call(&cs->memo, ptrs, cs->device) : classify_local(ptrs, 2, -1);
   StagedBuffers sb;
   sb.send_device = lm.is_device[0];
   sb.recv_device = lm.is_device[1];
   sb.device = lm.ordinal;
   in.local_device = lm.device;
   in.mem = local_kind(lm);
+  CallMemory cm;
   if (in.engine_supports) {
-    CallMemory cm;
-    const Status st = agree_memory(cs, lm, &cm);
+    const Status st = agree_memory(cs, coll, args.bytes(), lm, &cm);
     if (!ok(st)) {
       stats.record(coll, Path::Error, 0);
       return raise_error(comm, st, func, "the ranks could not agree on the memory kinds of the call");
@@ -121,9 +148,28 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
   Path path = decide(in);
   if (path == Path::Engine) {
     EngineRecord rec;
-    const Status st = run_engine(comm, args, lm.ordinal, &rec);
+    Status st;
+    if (fits_agreed(lm, cm, cs->device)) {
+      st = run_engine(comm, args, lm.ordinal, &rec);
+    } else {
+      // A deviator: the same engine call, on scratch of the agreed kind.
+      stats.count(Counter::Deviations);
+      const int gpu = args.mem == MemKind::Device ? cs->device : lm.ordinal;
+      Deviator dev(args.mem, gpu);
+      st = dev.enter(&args, cs->rank, cs->size);
+      if (!ok(st)) {
+        stats.record(coll, Path::Error, 0);
+        return raise_error(comm, st, func, dev.why().c_str());
+      }
+      st = run_engine(comm, args, gpu >= 0 ? gpu : cuda::runtime().current_device(), &rec);
+      if (ok(st)) st = dev.leave();
+      if (!ok(st) && st != Status::NotSupported && !dev.why().empty()) {
+        stats.record(coll, Path::Error, 0);
+        return raise_error(comm, st, func, dev.why().c_str());
+      }
+    }
     if (ok(st)) {
-      stats.record(coll, Path::Engine, bytes());
+      stats.record(coll, Path::Engine, bytes(true));
       stats.record_engine(coll, rec);
       return MPI_SUCCESS;
     }
@@ -131,7 +177,8 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
       stats.record(coll, Path::Error, 0);
       return raise_error(comm, st, func, "the collective failed");
     }
-    path = in.mem == CallMem::Device ? Path::Staged : Path::Passthrough;
+    // Every rank alike, before anything moved: each by its own buffers.
+    path = lm.device ? Path::Staged : Path::Passthrough;
   }
   int rc = MPI_SUCCESS;
   if (path == Path::Staged) {
@@ -148,7 +195,7 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
     stats.record(coll, Path::Error, 0);
     return rc;
   }
-  const std::uint64_t b = bytes();
+  const std::uint64_t b = bytes(in.engine_supports);
   stats.record(coll, path, b);
   GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(path));
   return rc;
@@ -197,7 +244,7 @@ int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
       Coll::Allreduce, "MPI_Allreduce", comm, bufs, prepare,
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
       [&](StagedBuffers sb) { return staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm, sb); },
-      [&] { return payload(count, datatype); });
+      [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });
 }
 
 int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
@@ -217,7 +264,7 @@ int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
   return run(
       Coll::Bcast, "MPI_Bcast", comm, bufs, prepare, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
       [&](StagedBuffers sb) { return staged_bcast(buffer, count, datatype, root, comm, sb); },
-      [&] { return payload(count, datatype); });
+      [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });
 }
 
 int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -249,7 +296,7 @@ int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
       [&](StagedBuffers sb) {
         return staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
-      [&] {
+      [&](bool) {
         int inter = 0, n = 0;
         PMPI_Comm_test_inter(comm, &inter);
         if (inter) PMPI_Comm_remote_size(comm, &n);

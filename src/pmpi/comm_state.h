@@ -13,8 +13,10 @@
 #include <memory>
 #include <mutex>
 
+#include "base/stats.h"
 #include "base/status.h"
 #include "coll/engine.h"
+#include "pmpi/local_memory.h"
 
 namespace gcoll {
 
@@ -32,6 +34,21 @@ struct CommState {
   bool uniform_memory = false;  // GCOLL_UNIFORM_MEMORY on every rank
   bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank
   int device = -1;              // this rank's GPU for the device engine (set at its first device call)
+  int agree_interval = 1;       // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)
+
+  // The memory kinds agreed for the engine-eligible calls of this communicator, one entry
+  // per collective and size class (memory.cc: agree_memory). Every field changes only at
+  // calls every rank makes with the same key, so they are equal on all ranks.
+  struct AgreedKind {
+    std::uint64_t calls = 0;     // calls with this key so far
+    std::uint64_t next = 0;      // the call (index) that agrees next
+    std::uint64_t interval = 0;  // calls between the last agreement and the next
+    int bits = -1;               // what the last agreement found (memory.cc), -1: none yet
+    std::uint64_t answer = 0;    // that answer as memory.h's CallMemory (its bytes)
+  };
+  static constexpr int kSizeClasses = 65;  // 0 bytes, then [2^(k-1), 2^k) for k = 1..64
+  AgreedKind agreed[kColls][kSizeClasses];
+  KindMemo memo;  // the last call's buffers and what they were (memory.h: classify_call)
 
   EngineSlot engine;  // gcoll's engine for it; released with the state (freed / finalize)
 };
@@ -39,9 +56,12 @@ struct CommState {
 namespace detail {
 // Each thread's last lookup; a state freed since then (whichever) makes it stale.
 struct LastLookup {
-  MPI_Comm comm = MPI_COMM_NULL;
-  CommState *state = nullptr;
-  std::uint64_t generation = 0;
+  // No initialisers: a trivial type in zero-initialised TLS is reached directly, without
+  // a TLS init function (and its __tls_get_addr) on every lookup. No handle matches
+  // before `state` is set.
+  MPI_Comm comm;
+  CommState *state;
+  std::uint64_t generation;
 };
 extern thread_local LastLookup t_last __attribute__((tls_model("initial-exec")));
 extern std::atomic<std::uint64_t> g_generation;  // bumped whenever a state is freed

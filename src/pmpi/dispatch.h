@@ -5,9 +5,11 @@
 // in the same PMPI_* collective (staged only copies device data to host first), so they
 // may differ between ranks. Every input that can select the engine must therefore be
 // rank-uniform: settings (agreed once per communicator), `engine_supports` (computed
-// from count, datatype, op, root and communicator only) and `mem`, the memory kinds of
-// all ranks' buffers, agreed for the call (or, for calls the engine does not support,
-// this rank's own: they never take the engine).
+// from count, datatype, op, root and communicator only) and `mem`, the memory kinds the
+// ranks agreed for the call (memory.h; for calls the engine does not support, this
+// rank's own: they never take the engine). A rank whose own buffers differ from `mem` on
+// an engine call adapts them itself (pmpi/deviate.h); outside the engine each rank goes
+// by its own buffers (`local_device`): its device buffers staged, host ones to the MPI.
 #pragma once
 
 #include "base/stats.h"
@@ -22,22 +24,17 @@ enum class CallMem {
 
 struct DispatchInput {
   CallMem mem = CallMem::Host;
-  bool local_device = false;         // this rank passes a device buffer
+  bool local_device = false;         // this rank passes a device buffer (may differ from `mem`)
   bool host_buffers_engine = false;  // setting: host buffers may take the engine
   bool device_engine = true;         // setting (and every device buffer on the communicator's GPU)
   bool engine_supports = false;      // an engine algorithm supports these rank-uniform arguments
 };
 
 inline Path decide(const DispatchInput &in) {
-  switch (in.mem) {
-    case CallMem::Device:  // never hand a device pointer to the MPI
-      return in.device_engine && in.engine_supports ? Path::Engine : Path::Staged;
-    case CallMem::Mixed:
-      return in.local_device ? Path::Staged : Path::Passthrough;
-    case CallMem::Host:
-      break;
-  }
-  return in.host_buffers_engine && in.engine_supports ? Path::Engine : Path::Passthrough;
+  const bool engine_kind = (in.mem == CallMem::Device && in.device_engine) ||
+                           (in.mem == CallMem::Host && in.host_buffers_engine);  // Mixed: never
+  if (engine_kind && in.engine_supports) return Path::Engine;
+  return in.local_device ? Path::Staged : Path::Passthrough;  // never a device pointer to the MPI
 }
 
 }  // namespace gcoll

@@ -1,31 +1,68 @@
 #include "pmpi/memory.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "base/config.h"
+#include "base/log.h"
+#include "base/stats.h"
 #include "cuda/device.h"
 
 namespace gcoll {
 
 LocalMemory classify_local(const void *const *bufs, int n, int engine_device) {
   LocalMemory lm;
-  const bool cuda = cuda::usable();
-  for (int i = 0; i < n; ++i) {
-    if (!bufs[i]) continue;
-    if (!cuda) {
-      lm.host = true;
-      continue;
+  if (!cuda::usable()) {
+    for (int i = 0; i < n; ++i) lm.host |= bufs[i] != nullptr;
+    return lm;
+  }
+  cuda::PtrInfo info[2];
+  lm.reusable = true;
+  for (int i0 = 0; i0 < n; i0 += 2) {
+    const int m = n - i0 < 2 ? n - i0 : 2;
+    cuda::classify(bufs + i0, m, info);
+    for (int j = 0; j < m; ++j) {
+      const int i = i0 + j;
+      if (!bufs[i]) continue;
+      const cuda::PtrInfo &p = info[j];
+      lm.reusable &= p.cacheable;
+      if (!p.device) {
+        lm.host = true;
+        continue;
+      }
+      lm.device = true;
+      if (i < 2) lm.is_device[i] = true;
+      lm.non_ipc |= !p.ipc_capable;
+      if (lm.ordinal >= 0 && lm.ordinal != p.ordinal) lm.split_gpu = true;
+      lm.ordinal = p.ordinal;
     }
-    const cuda::PtrInfo p = cuda::classify(bufs[i]);
-    if (!p.device) {
-      lm.host = true;
-      continue;
-    }
-    lm.device = true;
-    if (i < 2) lm.is_device[i] = true;
-    lm.non_ipc |= !p.ipc_capable;
-    if (lm.ordinal >= 0 && lm.ordinal != p.ordinal) lm.split_gpu = true;
-    lm.ordinal = p.ordinal;
   }
   if (lm.device && engine_device >= 0 && lm.ordinal != engine_device) lm.split_gpu = true;
+  return lm;
+}
+
+LocalMemory classify_call(KindMemo *memo, const void *const bufs[2], int engine_device) {
+  const std::atomic<std::uint64_t> *ep = memo->epoch;
+  if (ep && memo->bufs[0] == bufs[0] && memo->bufs[1] == bufs[1] && memo->engine_device == engine_device &&
+      ep->load(std::memory_order_acquire) == memo->epoch_value && memo->generation == cuda::driver_generation()) {
+    process_stats().count(Counter::KindCacheHits, (bufs[0] != nullptr) + (bufs[1] != nullptr));
+    return memo->lm;
+  }
+  // Read before classifying: a change meanwhile leaves the memo stale at once.
+  const std::uint64_t gen = cuda::driver_generation();
+  ep = cuda::reuse_epoch();
+  const std::uint64_t e = ep ? ep->load(std::memory_order_acquire) : 0;
+  const LocalMemory lm = classify_local(bufs, 2, engine_device);
+  memo->epoch = nullptr;
+  if (ep && lm.reusable) {
+    memo->bufs[0] = bufs[0];
+    memo->bufs[1] = bufs[1];
+    memo->engine_device = engine_device;
+    memo->epoch_value = e;
+    memo->generation = gen;
+    memo->lm = lm;
+    memo->epoch = ep;
+  }
   return lm;
 }
 
@@ -41,21 +78,30 @@ int bits_of(const LocalMemory &lm) {
 }  // namespace
 
 // Can any rank hold device memory; do all promise uniform kinds; do all let the engine
-// take device buffers. (A rank without a driver has only host buffers, but it must still
-// join the agreement of every call when a peer has a GPU.)
+// take device buffers; do all use the same agreement interval. (A rank without a driver
+// has only host buffers, but it must still join the agreements when a peer has a GPU.)
 void agree_once(CommState *cs) {
   const Config &c = config();
-  int v[3] = {cuda::usable() ? 1 : 0, c.uniform_memory ? 0 : 1, c.device_engine ? 0 : 1};
-  if (PMPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, cs->comm) != MPI_SUCCESS) {
+  int v[5] = {cuda::usable() ? 1 : 0, c.uniform_memory ? 0 : 1, c.device_engine ? 0 : 1, c.agree_interval,
+              -c.agree_interval};
+  process_stats().count(Counter::HiddenMpi);
+  if (PMPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT, MPI_MAX, cs->comm) != MPI_SUCCESS) {
     // The communicator cannot carry a collective: the call's own PMPI_* call will say
     // why. Assume the worst (a GPU somewhere), so that every later call agrees per call.
     v[0] = 1;
     v[1] = 1;
     v[2] = 1;
+    v[3] = 1;
+    v[4] = -1;
   }
   cs->gpu = v[0];
   cs->uniform_memory = v[1] == 0;
   cs->device_engine = v[2] == 0;
+  // The agreements' schedule must be the same on every rank: with different settings,
+  // agree at every call.
+  cs->agree_interval = v[3] == -v[4] ? v[3] : 1;
+  if (v[3] != -v[4] && cs->rank == 0)
+    GCOLL_WARN("GCOLL_MEMORY_AGREE_INTERVAL differs between the ranks of a communicator; it agrees at every call");
 }
 
 namespace {
@@ -72,16 +118,47 @@ CallMemory from_bits(int bits, bool device_engine) {
 
 }  // namespace
 
-Status agree_memory(CommState *cs, const LocalMemory &lm, CallMemory *out) {
+Status agree_memory_slow(CommState *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out) {
   if (cs->gpu < 0) agree_once(cs);
   int bits = bits_of(lm);
+  bool agreed_now = false;
   if (cs->gpu == 0) {
     bits = kHost;  // nobody has a device buffer
   } else if (!cs->uniform_memory) {
-    if (PMPI_Allreduce(MPI_IN_PLACE, &bits, 1, MPI_INT, MPI_BOR, cs->comm) != MPI_SUCCESS) return Status::ErrComm;
+    CommState::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(bytes)];
+    const std::uint64_t n = k.calls++;
+    if (n == k.next) {
+      process_stats().count(Counter::HiddenMpi);
+      process_stats().count(Counter::Agreements);
+      if (PMPI_Allreduce(MPI_IN_PLACE, &bits, 1, MPI_INT, MPI_BOR, cs->comm) != MPI_SUCCESS) {
+        k.next = k.calls;  // agree again next time (every rank that got here alike)
+        return Status::ErrComm;
+      }
+      const std::uint64_t most = static_cast<std::uint64_t>(std::max(cs->agree_interval, 1));
+      k.interval = bits == k.bits ? std::min(std::max<std::uint64_t>(k.interval, 1) * 2, most) : 1;
+      k.bits = bits;
+      k.next = n + k.interval;
+      const CallMemory answer = from_bits(bits, cs->device_engine);
+      k.answer = 0;
+      std::memcpy(&k.answer, &answer, sizeof answer);
+      agreed_now = true;
+    }
+    bits = k.bits;
   }
   *out = from_bits(bits, cs->device_engine);
+  out->agreed_now = agreed_now;
   return Status::Ok;
+}
+
+bool fits_agreed(const LocalMemory &lm, const CallMemory &cm, int engine_device) {
+  switch (cm.mem) {
+    case CallMem::Host: return !lm.device;
+    case CallMem::Device:
+      return !lm.host && (!lm.device || (!lm.split_gpu && (engine_device < 0 || lm.ordinal == engine_device) &&
+                                         (!cm.zero_copy || !lm.non_ipc)));
+    case CallMem::Mixed: return true;  // never an engine call
+  }
+  return true;
 }
 
 }  // namespace gcoll

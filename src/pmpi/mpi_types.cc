@@ -76,12 +76,31 @@ const std::vector<std::pair<MPI_Op, ROp>> &ops() {
   return table;
 }
 
+// The last type each thread looked up (applications use one or two types for most calls;
+// the table is searched linearly). The table never changes once built.
+thread_local const TypeEntry *t_last_type __attribute__((tls_model("initial-exec"))) = nullptr;
+
 const TypeEntry *find_type(MPI_Datatype t) {
   if (t == MPI_DATATYPE_NULL) return nullptr;
+  const TypeEntry *last = t_last_type;
+  if (last && last->handle == t) return last;
   for (const auto &e : datatypes())
-    if (e.handle == t) return &e;
+    if (e.handle == t) {
+      t_last_type = &e;
+      return &e;
+    }
   return nullptr;
 }
+
+// The last (type, op) pair each thread mapped, with its answer.
+struct LastReduction {  // trivial: zero TLS, no init function; type 0 matches no handle
+  MPI_Datatype type;
+  MPI_Op op;
+  bool ok;
+  DType dtype;
+  ROp rop;
+};
+thread_local LastReduction t_last_reduction __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
@@ -93,11 +112,21 @@ bool map_datatype(MPI_Datatype t, DType *out) {
 }
 
 bool map_reduction(MPI_Datatype t, MPI_Op op, DType *dt, ROp *rop) {
-  const TypeEntry *e = find_type(t);
-  ROp o;
-  if (!e || !map_op(op, &o) || (e->ops & op_bit(o)) == 0 || !op_supported(o, e->dtype)) {
-    return false;
+  LastReduction &last = t_last_reduction;
+  if (last.type == t && last.op == op && t != MPI_DATATYPE_NULL && t != MPI_Datatype()) {
+    if (!last.ok) return false;
+    *dt = last.dtype;
+    *rop = last.rop;
+    return true;
   }
+  const TypeEntry *e = find_type(t);
+  ROp o = ROp::Sum;
+  const bool known_op = map_op(op, &o);
+  const bool ok = e && known_op && (e->ops & op_bit(o)) != 0 && op_supported(o, e->dtype);
+  // User-defined ops and types may be freed and their handles reused: only predefined
+  // ones (found in the tables) are remembered.
+  if (e && known_op) last = LastReduction{t, op, ok, e->dtype, o};
+  if (!ok) return false;
   *dt = e->dtype;
   *rop = o;
   return true;

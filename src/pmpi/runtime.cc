@@ -14,6 +14,7 @@
 #include "coll/engine.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
+#include "pmpi/deviate.h"
 #include "pmpi/errors.h"
 #include "coll/staged.h"
 
@@ -44,6 +45,7 @@ int teardown(MPI_Comm, int, void *, void *) {
   const bool done = no_throw("teardown in MPI_Finalize", [] {
     release_all_comm_states();
     release_staging();
+    release_deviation_scratch();
     engine_shutdown();
   });
   detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);

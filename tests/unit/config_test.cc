@@ -68,6 +68,8 @@ TEST(ConfigTable, DefaultsParseAndMatchStruct) {
   EXPECT_EQ(pc.config.uniform_memory, def.uniform_memory);
   EXPECT_EQ(pc.config.device_chunk_size, def.device_chunk_size);
   EXPECT_EQ(pc.config.ipc_cache_size, def.ipc_cache_size);
+  EXPECT_EQ(pc.config.memory_cache, def.memory_cache);
+  EXPECT_EQ(pc.config.agree_interval, def.agree_interval);
   ASSERT_EQ(pc.effective.size(), settings_table().size());
   for (const auto &d : settings_table()) {
     EXPECT_EQ(std::string(d.name).rfind("GCOLL_", 0), 0u) << d.name;
@@ -116,6 +118,16 @@ TEST(ConfigTable, DeviceSettings) {
   EXPECT_EQ(bad.messages.size(), 2u);
   EXPECT_TRUE(bad.config.device_engine);
   EXPECT_EQ(bad.config.device_chunk_size, Config().device_chunk_size);
+}
+
+TEST(ConfigTable, MemoryKindSettings) {
+  const ParsedConfig pc = parse_config({{"GCOLL_MEMORY_CACHE", "0"}, {"GCOLL_MEMORY_AGREE_INTERVAL", "1"}});
+  EXPECT_TRUE(pc.messages.empty());
+  EXPECT_FALSE(pc.config.memory_cache);
+  EXPECT_EQ(pc.config.agree_interval, 1);
+  const ParsedConfig bad = parse_config({{"GCOLL_MEMORY_AGREE_INTERVAL", "0"}});
+  EXPECT_EQ(bad.messages.size(), 1u);
+  EXPECT_EQ(bad.config.agree_interval, Config().agree_interval);
 }
 
 TEST(ConfigTable, RangesAreEnforced) {

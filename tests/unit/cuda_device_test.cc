@@ -8,8 +8,10 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/stats.h"
 #include "cuda/device.h"
 
 namespace gcoll {
@@ -36,6 +38,11 @@ class FakeDriver final : public Driver {
     *out = PtrInfo{};
     if (!ok(query_result)) return query_result;
     const auto a = reinterpret_cast<std::uintptr_t>(p);
+    // With an epoch (with_epoch()), answers are cacheable: host ones for the pointer
+    // alone, device ones for their allocation.
+    out->cacheable = epoch_ != nullptr && cacheable;
+    out->lo = a;
+    out->hi = a + 1;
     for (const FakeAlloc &f : allocs) {
       if (a >= f.base && a < f.base + f.size) {
         out->device = true;
@@ -44,6 +51,8 @@ class FakeDriver final : public Driver {
         out->size = f.size;
         out->buffer_id = f.id;
         out->ipc_capable = f.ipc_capable;
+        out->lo = f.base;
+        out->hi = f.base + f.size;
         break;
       }
     }
@@ -80,6 +89,13 @@ class FakeDriver final : public Driver {
     return Status::Ok;
   }
 
+  // Turns on the memory-kind cache for this driver: `epoch` is its kind_epoch().
+  void with_epoch() { epoch_ = &epoch; }
+  // The driver's part of a free or an unmap: the epoch moves on.
+  void changed() { epoch.fetch_add(1); }
+
+  std::atomic<std::uint64_t> epoch{1};
+  bool cacheable = true;
   bool usable_ = true;
   Status query_result = Status::Ok, export_result = Status::Ok, open_result = Status::Ok;
   std::vector<FakeAlloc> allocs;
@@ -179,6 +195,138 @@ TEST_F(CudaDevice, ClassifyUnusableDriverDoesNotQuery) {
   EXPECT_FALSE(usable());
   EXPECT_FALSE(classify(reinterpret_cast<const void *>(0x100000000)).device);
   EXPECT_EQ(fake.queries, 0);
+}
+
+// ---- KindCache and classify's use of it -------------------------------------------
+
+PtrInfo cacheable_host(std::uintptr_t p) {
+  PtrInfo i;
+  i.cacheable = true;
+  i.lo = p;
+  i.hi = p + 1;
+  return i;
+}
+
+TEST(KindCache, HitsOnlyUnderTheSameEpochAndInsideTheRange) {
+  KindCache c;
+  PtrInfo out;
+  EXPECT_FALSE(c.lookup(reinterpret_cast<const void *>(0x1000), 1, &out));
+  c.insert(reinterpret_cast<const void *>(0x1000), 1, cacheable_host(0x1000));
+  EXPECT_TRUE(c.lookup(reinterpret_cast<const void *>(0x1000), 1, &out));
+  EXPECT_FALSE(out.device);
+  EXPECT_FALSE(c.lookup(reinterpret_cast<const void *>(0x1000), 2, &out));  // the epoch moved on
+  EXPECT_FALSE(c.lookup(reinterpret_cast<const void *>(0x1001), 1, &out));  // another pointer
+  PtrInfo d = device_buf(0x100000000, 7, 1 << 20);
+  d.cacheable = true;
+  d.lo = d.base;
+  d.hi = d.base + d.size;
+  c.insert(reinterpret_cast<const void *>(0x100000000 + 64), 3, d);
+  ASSERT_TRUE(c.lookup(reinterpret_cast<const void *>(0x100000000 + 64), 3, &out));
+  EXPECT_TRUE(out.device);
+  EXPECT_EQ(out.buffer_id, 7u);
+  c.clear();
+  EXPECT_FALSE(c.lookup(reinterpret_cast<const void *>(0x100000000 + 64), 3, &out));
+}
+
+TEST(KindCache, RefusesWhatTheDriverDoesNotVouchFor) {
+  KindCache c;
+  PtrInfo out, i = cacheable_host(0x1000);
+  i.cacheable = false;
+  c.insert(reinterpret_cast<const void *>(0x1000), 1, i);
+  EXPECT_FALSE(c.lookup(reinterpret_cast<const void *>(0x1000), 1, &out));
+  c.insert(reinterpret_cast<const void *>(0x2000), 1, cacheable_host(0x1000));  // p outside [lo, hi)
+  EXPECT_FALSE(c.lookup(reinterpret_cast<const void *>(0x2000), 1, &out));
+  c.insert(reinterpret_cast<const void *>(0x1000), 0, cacheable_host(0x1000));  // epoch 0: none
+  EXPECT_FALSE(c.lookup(reinterpret_cast<const void *>(0x1000), 0, &out));
+}
+
+// The send and the receive buffer of a call, wherever they lie, never evict each other.
+TEST(KindCache, AnyTwoPointersStayTogether) {
+  KindCache c;
+  PtrInfo out;
+  for (std::uintptr_t a = 0x10000; a < 0x10000 + 64 * 8; a += 8) {
+    const std::uintptr_t b = 0x7f0000001000;
+    c.insert(reinterpret_cast<const void *>(a), 5, cacheable_host(a));
+    c.insert(reinterpret_cast<const void *>(b), 5, cacheable_host(b));
+    EXPECT_TRUE(c.lookup(reinterpret_cast<const void *>(a), 5, &out)) << a;
+    EXPECT_TRUE(c.lookup(reinterpret_cast<const void *>(b), 5, &out)) << a;
+  }
+}
+
+std::uint64_t counter(Counter c) { return process_stats().total(c); }
+
+TEST_F(CudaDevice, ClassifyAsksOnceWhileTheEpochHolds) {
+  fake.allocs.push_back({0x100000000, 1 << 20, 7, true, 1});
+  fake.with_epoch();
+  set_driver_for_testing(&fake);
+  int local = 0;
+  const std::uint64_t q0 = counter(Counter::PointerQueries), h0 = counter(Counter::KindCacheHits);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE(classify(&local).device);
+    const PtrInfo d = classify(reinterpret_cast<const void *>(0x100000000 + 8));
+    EXPECT_TRUE(d.device);
+    EXPECT_EQ(d.buffer_id, 7u);
+  }
+  EXPECT_EQ(fake.queries, 2);
+  EXPECT_EQ(counter(Counter::PointerQueries) - q0, 2u);
+  EXPECT_EQ(counter(Counter::KindCacheHits) - h0, 18u);
+}
+
+TEST_F(CudaDevice, ClassifyAsksAgainAfterTheEpochMoves) {
+  fake.allocs.push_back({0x100000000, 1 << 20, 7, true, 1});
+  fake.with_epoch();
+  set_driver_for_testing(&fake);
+  const void *p = reinterpret_cast<const void *>(0x100000000);
+  EXPECT_TRUE(classify(p).device);
+  EXPECT_TRUE(classify(p).device);
+  EXPECT_EQ(fake.queries, 1);
+  // Freed, and the address reused as host memory: the driver's epoch moved on.
+  fake.allocs.clear();
+  fake.changed();
+  EXPECT_FALSE(classify(p).device);
+  EXPECT_EQ(fake.queries, 2);
+  // ... and then as another device allocation.
+  fake.allocs.push_back({0x100000000, 4096, 9, false, 0});
+  fake.changed();
+  const PtrInfo i = classify(p);
+  EXPECT_TRUE(i.device);
+  EXPECT_EQ(i.buffer_id, 9u);
+  EXPECT_FALSE(i.ipc_capable);
+  EXPECT_EQ(fake.queries, 3);
+}
+
+TEST_F(CudaDevice, ClassifyAsksEveryTimeWithoutEpochOrCacheableAnswer) {
+  int local = 0;
+  set_driver_for_testing(&fake);  // no epoch
+  classify(&local);
+  classify(&local);
+  EXPECT_EQ(fake.queries, 2);
+  fake.with_epoch();
+  fake.cacheable = false;  // e.g. device memory on the real driver
+  classify(&local);
+  classify(&local);
+  EXPECT_EQ(fake.queries, 4);
+}
+
+// Each thread has its own cache; a driver replaced for a test starts from nothing.
+TEST_F(CudaDevice, ClassifyCachesPerThreadAndPerDriver) {
+  int local = 0;
+  fake.with_epoch();
+  set_driver_for_testing(&fake);
+  classify(&local);
+  classify(&local);
+  EXPECT_EQ(fake.queries, 1);
+  std::thread([&] {
+    classify(&local);
+    classify(&local);
+  }).join();
+  EXPECT_EQ(fake.queries, 2);
+  FakeDriver other;
+  other.with_epoch();  // the same epoch value (1) as `fake`
+  other.allocs.push_back({reinterpret_cast<std::uintptr_t>(&local), 64, 3, true, 0});
+  set_driver_for_testing(&other);
+  EXPECT_TRUE(classify(&local).device);
+  EXPECT_EQ(other.queries, 1);
 }
 
 // ---- IpcExportCache -------------------------------------------------------------

@@ -40,6 +40,17 @@ TEST(Dispatch, MixedCallsNeverTakeTheEngine) {
     }
 }
 
+// The agreed kind and this rank's own may differ (between agreements, memory.h): outside
+// the engine each rank goes by its own buffers; engine calls stay engine calls (the rank
+// deviates through scratch, pmpi/deviate.h).
+TEST(Dispatch, OwnBuffersDecideOutsideTheEngine) {
+  EXPECT_EQ(decide(in(CallMem::Device, false, false, false)), Path::Passthrough);  // a host rank: no staging
+  EXPECT_EQ(decide(in(CallMem::Device, false, true, false, false)), Path::Passthrough);
+  EXPECT_EQ(decide(in(CallMem::Device, false, true, false)), Path::Engine);  // deviates
+  EXPECT_EQ(decide(in(CallMem::Host, false, true, true)), Path::Staged);     // MPI: staged
+  EXPECT_EQ(decide(in(CallMem::Host, true, true, true)), Path::Engine);      // host engine: deviates
+}
+
 // Rank uniformity: every input but local_device is rank-uniform by contract. Ranks that
 // differ only in local_device must take protocol-compatible paths: both engine, or both
 // in {staged, passthrough}.

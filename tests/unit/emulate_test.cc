@@ -15,6 +15,7 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/stats.h"
+#include "cuda/device.h"
 #include "cuda/emulate.h"
 #include "gcoll/gcoll_emulate.h"
 #include "kernels/host_reduce.h"
@@ -196,6 +199,112 @@ TEST_F(Emu, ClassifiesEveryKind) {
   EXPECT_EQ(emu::pointer_kind(&local), -1);
   ASSERT_EQ(d.query(&local, &info), Status::Ok);
   EXPECT_FALSE(info.device);
+}
+
+// ---- the memory-kind cache (cuda/device.h: classify) on the emulated GPU -------------
+// Every answer of the emulation is cacheable; its allocations and frees move the epoch on,
+// so a buffer freed and reallocated as another kind, at the same address or not, is
+// classified afresh. The address is reused when the kernel hands the same range back
+// (usual for equal sizes right after a free): each test says whether it was.
+
+class EmuCache : public Emu {
+ protected:
+  void SetUp() override {
+    Emu::SetUp();
+    set_driver_for_testing(&emulated_driver());
+  }
+  void TearDown() override {
+    set_driver_for_testing(nullptr);
+    Emu::TearDown();
+  }
+  static std::uint64_t queries() { return process_stats().total(Counter::PointerQueries); }
+};
+
+TEST_F(EmuCache, SeenBuffersCostNoQuery) {
+  Buffer d(1 << 16, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(d.rc, GCOLL_EMU_OK);
+  std::vector<char> h(64);
+  EXPECT_TRUE(classify(d.p).device);
+  EXPECT_FALSE(classify(h.data()).device);
+  const std::uint64_t q = queries();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_TRUE(classify(d.p).device);
+    EXPECT_FALSE(classify(h.data()).device);
+  }
+  EXPECT_EQ(queries(), q);
+  // An unrelated allocation moves the epoch on: asked again, same answers.
+  Buffer other(100, GCOLL_EMU_MEM_PINNED);
+  EXPECT_TRUE(classify(d.p).device);
+  EXPECT_FALSE(classify(h.data()).device);
+  EXPECT_EQ(queries(), q + 2);
+}
+
+TEST_F(EmuCache, DeviceFreedAndReallocatedAsHost) {
+  constexpr std::size_t kLen = 1 << 20;
+  void *d = nullptr;
+  ASSERT_EQ(emu::malloc(&d, kLen, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+  const PtrInfo before = classify(d);
+  ASSERT_TRUE(before.device);
+  EXPECT_TRUE(classify(d).device);
+  ASSERT_EQ(emu::free(d), GCOLL_EMU_OK);
+  for (int kind : {GCOLL_EMU_MEM_PINNED, GCOLL_EMU_MEM_MANAGED}) {
+    void *h = nullptr;
+    ASSERT_EQ(emu::malloc(&h, kLen, kind), GCOLL_EMU_OK);
+    std::printf("device -> kind %d: address %s\n", kind, h == d ? "reused" : "not reused");
+    EXPECT_FALSE(classify(h).device);
+    EXPECT_FALSE(classify(d).device);  // whatever lies there now, it is not device memory
+    ASSERT_EQ(emu::free(h), GCOLL_EMU_OK);
+  }
+  // And plain memory (mmap) where the device buffer was.
+  void *m = mmap(d, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  std::printf("device -> mmap: address %s\n", m == d ? "reused" : "not reused");
+  EXPECT_FALSE(classify(m).device);
+  munmap(m, kLen);
+}
+
+TEST_F(EmuCache, HostFreedAndReallocatedAsDevice) {
+  constexpr std::size_t kLen = 1 << 20;
+  // Plain host memory, classified (and cached), then unmapped behind the emulation's back.
+  void *m = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  EXPECT_FALSE(classify(m).device);
+  EXPECT_FALSE(classify(m).device);
+  munmap(m, kLen);
+  void *d = nullptr;
+  ASSERT_EQ(emu::malloc(&d, kLen, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+  std::printf("mmap -> device: address %s\n", d == m ? "reused" : "not reused");
+  PtrInfo i = classify(d);
+  EXPECT_TRUE(i.device);
+  EXPECT_EQ(i.base, reinterpret_cast<std::uintptr_t>(d));
+  const std::uint64_t id = i.buffer_id;
+  // Pinned memory freed and reallocated as pool memory (no IPC): a new buffer.
+  ASSERT_EQ(emu::free(d), GCOLL_EMU_OK);
+  void *p = nullptr;
+  ASSERT_EQ(emu::malloc(&p, kLen, GCOLL_EMU_MEM_PINNED), GCOLL_EMU_OK);
+  EXPECT_FALSE(classify(p).device);
+  ASSERT_EQ(emu::free(p), GCOLL_EMU_OK);
+  void *a = nullptr;
+  ASSERT_EQ(emu::malloc(&a, kLen, GCOLL_EMU_MEM_ASYNC), GCOLL_EMU_OK);
+  std::printf("pinned -> async device: address %s\n", a == p ? "reused" : "not reused");
+  i = classify(a);
+  EXPECT_TRUE(i.device);
+  EXPECT_FALSE(i.ipc_capable);
+  EXPECT_NE(i.buffer_id, id);
+  ASSERT_EQ(emu::free(a), GCOLL_EMU_OK);
+}
+
+// A device allocation's padding (past its size, inside its pages) is host memory to the
+// query, and the cache must not let one answer stand for the other.
+TEST_F(EmuCache, PaddingAndAllocationAreToldApart) {
+  Buffer d(100, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(d.rc, GCOLL_EMU_OK);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(classify(d.bytes()).device);
+    EXPECT_TRUE(classify(d.bytes() + 99).device);
+    EXPECT_FALSE(classify(d.bytes() + 100).device);
+    EXPECT_FALSE(classify(d.bytes() + 4000).device);
+  }
 }
 
 TEST_F(Emu, ZeroByteAllocationsAreDistinct) {

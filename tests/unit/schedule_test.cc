@@ -343,6 +343,68 @@ TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
   EXPECT_STREQ(select_algorithm({}, a, one)->name, "ring");
 }
 
+// Issue 12: a device space that fuses (MPS, or a GPU per rank) takes @fused for small and
+// mid sizes and for what cannot be exposed, the two-shot for large exposable allreduces,
+// and never a bank algorithm; ranks time-sliced on a shared GPU stage small calls.
+TEST(Tune, FusedAndTimeSlicedDeviceSelection) {
+  std::vector<TuneRule> ts;
+  std::string err;
+  ASSERT_EQ(parse_tune(kTimeSlicedTune, &ts, &err), Status::Ok) << err;
+  Topology one;
+  one.num_nodes = 1;
+  one.local_size = 4;
+  CollArgs a;
+  a.mem = MemKind::Device;
+  a.zero_copy = true;
+  a.fused = true;
+  a.elem = 4;
+  a.dtype = DType::Float;
+  for (int c = 0; c < kColls; ++c) {
+    a.coll = static_cast<Coll>(c);
+    for (std::size_t count : {std::size_t{2}, std::size_t{4096}, std::size_t{1} << 18}) {
+      a.count = count;
+      EXPECT_STREQ(select_algorithm({}, a, one)->name, "fused") << coll_name(a.coll) << " " << a.bytes();
+    }
+  }
+  a.coll = Coll::Allreduce;
+  a.count = std::size_t{4} << 20;  // 16 MiB
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "twoshot");
+  a.zero_copy = false;  // cannot be exposed: fused ops, a bank at a time
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "fused");
+  // A user rule for a bank algorithm does not apply on a space that fuses.
+  std::vector<TuneRule> user;
+  ASSERT_EQ(parse_tune("allreduce:0-inf:@ring,bcast:0-inf:@binomial", &user, &err), Status::Ok) << err;
+  EXPECT_STREQ(select_algorithm(user, a, one)->name, "fused");
+  // Long double pairs (32 bytes: no fused kernel) are staged unless exposable and large.
+  a.dtype = DType::LongDoubleInt;
+  a.elem = 32;
+  a.count = 2;
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "staged");
+  // Time-sliced and not fusing: staged below the thresholds, the engine above.
+  a = CollArgs();
+  a.mem = MemKind::Device;
+  a.zero_copy = true;
+  a.time_sliced = true;
+  a.elem = 1;
+  for (Coll c : {Coll::Allreduce, Coll::Bcast, Coll::Allgather}) {
+    a.coll = c;
+    a.count = 8;
+    EXPECT_STREQ(select_algorithm({}, a, one)->name, "staged") << coll_name(c);
+    a.count = std::size_t{64} << 20;
+    EXPECT_STRNE(select_algorithm({}, a, one)->name, "staged") << coll_name(c);
+  }
+  // The same call on a node that is not time-sliced (fused off, MPS): the engine.
+  a.coll = Coll::Allreduce;
+  a.count = 8;
+  a.time_sliced = false;
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "oneshot");
+  // @staged through GCOLL_TUNE anywhere device buffers are.
+  ASSERT_EQ(parse_tune("allreduce:0-1M:@staged", &user, &err), Status::Ok) << err;
+  EXPECT_STREQ(select_algorithm(user, a, one)->name, "staged");
+  a.mem = MemKind::Host;
+  EXPECT_STRNE(select_algorithm(user, a, one)->name, "staged");
+}
+
 TEST(Tune, UserRulesAndErrors) {
   std::vector<TuneRule> rules;
   std::string err;

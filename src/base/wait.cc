@@ -1,0 +1,195 @@
+#include "base/wait.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+
+#include "base/config.h"
+
+namespace gcoll {
+
+namespace {
+
+// -1: not set by wait_set_mode(), GCOLL_WAIT decides.
+std::atomic<int> g_mode{-1};
+// The node communicator with the most ranks per CPU seen (ranks, cpus), and whether any
+// had more ranks than CPUs.
+std::mutex g_node_mu;
+int g_node_ranks = 0, g_node_cpus = 0;
+std::atomic<bool> g_node_oversubscribed{false};
+
+// The machine's runnable threads, looked at by whichever wait needs it, at most every
+// kLookNs: the number and when it was read (steady clock, ns; 0: never).
+constexpr std::int64_t kLookNs = 10 * 1000 * 1000;
+std::atomic<int> g_runnable{-1};
+std::atomic<std::int64_t> g_looked_ns{0};
+
+struct StaticFacts {
+  int cores = 1;    // CPUs this process may run on
+  int online = 1;   // CPUs of the machine
+  bool mpi_yield = false;
+};
+
+const StaticFacts &static_facts() {
+  static const StaticFacts f = [] {
+    StaticFacts s;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+      s.cores = CPU_COUNT(&set);
+    } else {
+      const long n = sysconf(_SC_NPROCESSORS_ONLN);
+      s.cores = n > 0 ? static_cast<int>(n) : 1;
+    }
+    const long on = sysconf(_SC_NPROCESSORS_ONLN);
+    s.online = on > 0 ? static_cast<int>(on) : s.cores;
+    // Open MPI's own switch (an MPI setting, not a GCOLL_* one): set when the user (or a
+    // batch system) says that ranks share cores.
+    if (const char *y = std::getenv("OMPI_MCA_mpi_yield_when_idle")) {
+      bool b = false;
+      s.mpi_yield = parse_bool(y, &b) && b;
+    }
+    return s;
+  }();
+  return f;
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Fourth field of /proc/loadavg: "runnable/total" scheduling entities, counted when read
+// (the reader included). -1 when it cannot be read (some sandboxes).
+int read_runnable() {
+  const int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  double a, b, c;
+  int running = -1, total = -1;
+  if (std::sscanf(buf, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) != 5) return -1;
+  return running;
+}
+
+bool static_oversubscribed() {
+  const StaticFacts &f = static_facts();
+  return f.mpi_yield || g_node_oversubscribed.load(std::memory_order_relaxed);
+}
+
+void sleep_us(int us) {
+  timespec ts{0, static_cast<long>(us) * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+WaitMode wait_mode() {
+  const int m = g_mode.load(std::memory_order_relaxed);
+  if (m >= 0) return static_cast<WaitMode>(m);
+  return static_cast<WaitMode>(config().wait_mode);
+}
+
+void wait_set_mode(WaitMode m) { g_mode.store(static_cast<int>(m), std::memory_order_relaxed); }
+
+const char *wait_mode_name(WaitMode m) {
+  switch (m) {
+    case WaitMode::Auto: return "auto";
+    case WaitMode::Spin: return "spin";
+    case WaitMode::Yield: return "yield";
+    case WaitMode::Sleep: return "sleep";
+  }
+  return "?";
+}
+
+void wait_note_node(int ranks, int cpus) {
+  if (ranks <= 0) return;
+  if (cpus <= 0) cpus = static_facts().online;
+  std::lock_guard<std::mutex> lk(g_node_mu);
+  // Keep the most crowded: ranks / cpus largest.
+  if (g_node_ranks == 0 || static_cast<long long>(ranks) * g_node_cpus > static_cast<long long>(g_node_ranks) * cpus) {
+    g_node_ranks = ranks;
+    g_node_cpus = cpus;
+  }
+  if (ranks > cpus) g_node_oversubscribed.store(true, std::memory_order_relaxed);
+}
+
+int wait_process_cpus() { return static_facts().cores; }
+
+bool wait_oversubscribed() {
+  if (static_oversubscribed()) return true;
+  const std::int64_t t = now_ns();
+  std::int64_t last = g_looked_ns.load(std::memory_order_relaxed);
+  if (last == 0 || t - last > kLookNs) {
+    // One looker at a time; the others use the last number.
+    if (g_looked_ns.compare_exchange_strong(last, t, std::memory_order_relaxed))
+      g_runnable.store(read_runnable(), std::memory_order_relaxed);
+  }
+  const int r = g_runnable.load(std::memory_order_relaxed);
+  return r > static_facts().online;
+}
+
+WaitFacts wait_facts() {
+  const StaticFacts &s = static_facts();
+  WaitFacts f;
+  f.cores = s.cores;
+  f.online = s.online;
+  {
+    std::lock_guard<std::mutex> lk(g_node_mu);
+    f.node_ranks = g_node_ranks;
+    f.node_cpus = g_node_cpus;
+  }
+  f.mpi_yield = s.mpi_yield;
+  f.runnable = read_runnable();
+  f.oversubscribed = static_oversubscribed() || (f.runnable > s.online);
+  return f;
+}
+
+// Past the spin phase (polls_ > kSpinPolls, mode not spin).
+//
+// The values: 64 polls of spinning cover a peer that is running elsewhere and about to
+// arrive (a few microseconds); 32 yields let the ranks sharing my core run first, which
+// is the cheapest hand-over when all of them are ours; after that a sleeping rank leaves
+// the run queue altogether, which is what frees a core for a peer queued behind ranks
+// that spin (another job's, or an MPI polling without yielding). Sleeps grow from 16 to
+// 128 us (the kernel adds its timer slack, 50 us by default): short enough that a wait
+// costs at most about one sleep more than the event, long enough that sleeping ranks
+// cost the others nothing. Without oversubscription (auto) a wait yields, which costs
+// nothing when no one else is runnable, and sleeps only past 1 ms (a peer that is late,
+// e.g. load imbalance in the application), 50 us at a time as before.
+void WaitPolicy::slow_pause() {
+  const std::uint64_t k = polls_ - kSpinPolls;
+  if (mode_ == WaitMode::Yield || k <= kYieldPolls) {
+    sched_yield();
+    return;
+  }
+  if (mode_ == WaitMode::Auto && sleep_us_ == 0 && !wait_oversubscribed()) {
+    const auto now = Clock::now();
+    if (!started_) {
+      start_ = now;
+      started_ = true;
+    }
+    if (now - start_ < std::chrono::microseconds(kLongWaitUs)) {
+      sched_yield();
+      return;
+    }
+    cap_us_ = kLateSleepUs;
+  }
+  if (sleep_us_ == 0) sleep_us_ = kSleepMinUs < cap_us_ ? kSleepMinUs : cap_us_;
+  sleep_us(sleep_us_);
+  ++sleeps_;
+  if (sleep_us_ < cap_us_) sleep_us_ = sleep_us_ * 2 > cap_us_ ? cap_us_ : sleep_us_ * 2;
+}
+
+}  // namespace gcoll

@@ -1,0 +1,126 @@
+// How gcoll waits: one policy for every loop that polls for something another process
+// (or the GPU) will do, so that ranks that outnumber the cores give theirs away.
+//
+//   WaitPolicy w;                 // one per wait (cheap: no system call)
+//   while (!done()) w.pause();    // between two polls
+//
+// or `wait_until([&] { return done(); });`. A wait that also has to make progress (UCX,
+// PMPI_Test) calls that inside done(). pause() spins first (the awaited peer may be
+// running on another core and arrive within a microsecond), then gives the CPU away:
+//
+//   GCOLL_WAIT=spin   never gives the CPU away (dedicated cores, lowest latency);
+//   GCOLL_WAIT=yield  sched_yield() after the first polls (Open MPI's mpi_yield_when_idle);
+//   GCOLL_WAIT=sleep  a few yields, then sleeps of growing length (16 us to 128 us);
+//   GCOLL_WAIT=auto   (default) sleep where the node is oversubscribed, else yield, and
+//                     sleep too once a wait has lasted 1 ms.
+//
+// Oversubscribed (auto) means: more ranks of this job on the node than CPUs they may run
+// on together (the union of their sched_getaffinity masks, learned when the engine sets
+// up a node), or Open MPI told to yield (OMPI_MCA_mpi_yield_when_idle=1: the user or batch
+// system says that ranks share cores), or, looked at every 10 ms while some wait lasts,
+// more runnable threads on the machine than CPUs (/proc/loadavg): that sees other jobs
+// sharing the node, which no MPI can know of (each job alone fits, so Open MPI does not
+// yield either; issue 12).
+//
+// Why: under oversubscription a rank that polls without giving the CPU away keeps the
+// peer it waits for off the core for whole scheduler slices (milliseconds per step);
+// issue 12 measured a 50x slowdown of 4 jobs on 16 cores from that alone.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace gcoll {
+
+enum class WaitMode : int { Auto = 0, Spin = 1, Yield = 2, Sleep = 3 };
+
+// The mode in effect: GCOLL_WAIT, or what wait_set_mode() set (tests).
+WaitMode wait_mode();
+void wait_set_mode(WaitMode m);
+const char *wait_mode_name(WaitMode m);
+
+// A node communicator of `ranks` ranks whose affinity masks cover `cpus` CPUs (the engine
+// learns both when it sets up a node): ranks > cpus makes auto sleep from then on.
+void wait_note_node(int ranks, int cpus);
+// The CPUs this process may run on (sched_getaffinity; all online CPUs if unknown).
+int wait_process_cpus();
+
+// What auto decides from (for gcoll_info, logs and tests).
+struct WaitFacts {
+  int cores = 0;            // CPUs this process may run on
+  int online = 0;           // CPUs of the machine
+  int node_ranks = 0;       // ranks of the most crowded node communicator seen (0: none yet)
+  int node_cpus = 0;        // the CPUs its ranks may run on together
+  bool mpi_yield = false;   // OMPI_MCA_mpi_yield_when_idle set to a true value
+  int runnable = -1;        // runnable threads on the machine at the last look (-1: unknown)
+  bool oversubscribed = false;
+};
+WaitFacts wait_facts();
+
+// True when auto should sleep: the static facts, or the last look at the machine's
+// runnable threads (refreshed at most every 10 ms, by whichever wait asks).
+bool wait_oversubscribed();
+
+class WaitPolicy {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  WaitPolicy() : mode_(wait_mode()) {}
+  explicit WaitPolicy(WaitMode m) : mode_(m) {}
+
+  // One step of waiting between two polls.
+  void pause() {
+    if (++polls_ <= kSpinPolls || mode_ == WaitMode::Spin) {
+      cpu_relax();
+      return;
+    }
+    slow_pause();
+  }
+
+  // Something happened (a partial completion): spin again before giving the CPU away.
+  void reset() {
+    polls_ = 0;
+    sleep_us_ = 0;
+    cap_us_ = kSleepMaxUs;
+    started_ = false;
+  }
+
+  std::uint64_t polls() const { return polls_; }
+  // Sleeps taken so far in this wait (tests, stats).
+  std::uint64_t sleeps() const { return sleeps_; }
+
+  // Tunables (see wait.cc for why these values).
+  static constexpr std::uint64_t kSpinPolls = 64;     // polls before the first yield
+  static constexpr std::uint64_t kYieldPolls = 32;    // yields before the first sleep (sleep, auto oversubscribed)
+  static constexpr int kSleepMinUs = 16;
+  static constexpr int kSleepMaxUs = 128;
+  static constexpr int kLongWaitUs = 1000;            // auto, not oversubscribed: sleep after this long,
+  static constexpr int kLateSleepUs = 50;             // this long at a time
+
+ private:
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+  }
+  void slow_pause();  // wait.cc
+
+  WaitMode mode_;
+  std::uint64_t polls_ = 0;
+  std::uint64_t sleeps_ = 0;
+  int sleep_us_ = 0;        // next sleep (0: none yet)
+  int cap_us_ = kSleepMaxUs;  // longest sleep of this wait
+  bool started_ = false;    // start_ valid
+  Clock::time_point start_{};
+};
+
+// Polls done() until it returns true, pausing between polls.
+template <class Done>
+void wait_until(Done &&done) {
+  WaitPolicy w;
+  while (!done()) w.pause();
+}
+
+}  // namespace gcoll

@@ -1,0 +1,187 @@
+#include "pmpi/deviate.h"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include "base/log.h"
+#include "mem/device_scope.h"
+#include "mem/pinned.h"
+
+namespace gcoll {
+
+namespace {
+
+cuda::Runtime &rt() { return cuda::runtime(); }
+
+// Device scratch, per GPU: the smallest idle buffer that fits, else a new one (whole
+// powers of two from 64 KiB, so that a few buffers serve every size). At most 1 GiB stays
+// idle; the smallest idle buffers are freed first.
+class DevicePool {
+ public:
+  void *get(int gpu, std::size_t bytes, std::size_t *got) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto best = idle_.end();
+      for (auto it = idle_.begin(); it != idle_.end(); ++it)
+        if (it->gpu == gpu && it->bytes >= bytes && (best == idle_.end() || it->bytes < best->bytes)) best = it;
+      if (best != idle_.end()) {
+        Buf b = *best;
+        idle_.erase(best);
+        cached_ -= b.bytes;
+        *got = b.bytes;
+        return b.p;
+      }
+    }
+    std::size_t want = std::size_t{1} << 16;
+    while (want < bytes) want <<= 1;
+    void *p = nullptr;
+    DeviceScope scope(gpu);
+    if (!ok(scope.status()) || !ok(rt().malloc_device(&p, want))) return nullptr;
+    *got = want;
+    return p;
+  }
+
+  void put(int gpu, void *p, std::size_t bytes) {
+    std::vector<Buf> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      idle_.push_back(Buf{p, bytes, gpu});
+      cached_ += bytes;
+      while (cached_ > kMaxCached && idle_.size() > 1) {
+        auto small = std::min_element(idle_.begin(), idle_.end(),
+                                      [](const Buf &a, const Buf &b) { return a.bytes < b.bytes; });
+        drop.push_back(*small);
+        cached_ -= small->bytes;
+        idle_.erase(small);
+      }
+    }
+    for (const Buf &b : drop) free_one(b);
+  }
+
+  void release() {
+    std::vector<Buf> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      drop.swap(idle_);
+      cached_ = 0;
+    }
+    for (const Buf &b : drop) free_one(b);
+  }
+
+ private:
+  struct Buf {
+    void *p;
+    std::size_t bytes;
+    int gpu;
+  };
+  static void free_one(const Buf &b) {
+    DeviceScope scope(b.gpu);
+    rt().free_device(b.p);
+  }
+  static constexpr std::size_t kMaxCached = std::size_t{1} << 30;
+  std::mutex mu_;
+  std::vector<Buf> idle_;
+  std::size_t cached_ = 0;
+};
+
+DevicePool &device_pool() {
+  static DevicePool *const p = new DevicePool;  // never destroyed: exit handlers may still call MPI
+  return *p;
+}
+
+}  // namespace
+
+Deviator::Deviator(MemKind mem, int gpu) : mem_(mem), gpu_(gpu) {}
+
+Deviator::~Deviator() {
+  if (order_) pinned::give_event(gpu_, order_);
+  if (!scratch_) return;
+  if (mem_ == MemKind::Device) device_pool().put(gpu_, scratch_, scratch_bytes_);
+  else pinned::put(scratch_);
+}
+
+Status Deviator::fail(const char *what, Status st) {
+  why_ = std::string(what) + " (" + rt().last_error() + ")";
+  return st;
+}
+
+Status Deviator::copy(void *dst, const void *src, std::size_t bytes) {
+  if (!bytes) return Status::Ok;
+  return rt().memcpy_async(dst, src, bytes, stream_);
+}
+
+Status Deviator::enter(CollArgs *a, int rank, int size) {
+  const std::size_t block = a->count * a->elem;
+  const bool in_place = a->sendbuf == nullptr;
+  // Scratch: [send block][result], the result being what recvbuf holds after the call.
+  std::size_t result = block;
+  if (a->coll == Coll::Allgather) result = block * static_cast<std::size_t>(size);
+  const std::size_t send = a->coll == Coll::Bcast || in_place ? 0 : block;
+  const std::size_t need = std::max<std::size_t>(send + result, 1);
+  if (gpu_ < 0) gpu_ = rt().current_device();
+  if (gpu_ < 0) return fail("no GPU for the copies of a rank whose buffers differ from the agreed kind", Status::ErrInternal);
+  DeviceScope scope(gpu_);
+  if (!ok(scope.status())) return fail("cannot make the GPU current", Status::ErrInternal);
+  if (mem_ == MemKind::Device) {
+    scratch_ = device_pool().get(gpu_, need, &scratch_bytes_);
+  } else {
+    scratch_ = pinned::get(need);
+    scratch_bytes_ = need;
+  }
+  if (!scratch_) return fail("out of memory for the scratch buffer of a rank whose buffers differ from the agreed kind", Status::ErrNoMem);
+  stream_ = pinned::stream(gpu_);
+  if (!stream_) return fail("no CUDA stream for the copies", Status::ErrInternal);
+  order_ = pinned::take_event(gpu_);
+  if (!order_) return fail("no CUDA event for the copies", Status::ErrInternal);
+
+  char *s_send = static_cast<char *>(scratch_);
+  char *s_res = s_send + send;
+  // The application may have queued writes to its buffers on its default streams.
+  Status st = rt().order_after_default_streams(stream_, order_);
+  switch (a->coll) {
+    case Coll::Allreduce:
+      if (ok(st)) st = in_place ? copy(s_res, a->recvbuf, block) : copy(s_send, a->sendbuf, block);
+      out_ = a->recvbuf;
+      out_bytes_ = block;
+      a->sendbuf = in_place ? nullptr : s_send;
+      break;
+    case Coll::Bcast:
+      if (ok(st) && rank == a->root) st = copy(s_res, a->recvbuf, block);
+      out_ = rank == a->root ? nullptr : a->recvbuf;  // the root's buffer does not change
+      out_bytes_ = block;
+      break;
+    case Coll::Allgather:
+      if (ok(st)) {
+        st = in_place ? copy(s_res + block * static_cast<std::size_t>(rank),
+                             static_cast<const char *>(a->recvbuf) + block * static_cast<std::size_t>(rank), block)
+                      : copy(s_send, a->sendbuf, block);
+      }
+      out_ = a->recvbuf;
+      out_bytes_ = result;
+      a->sendbuf = in_place ? nullptr : s_send;
+      break;
+    case Coll::kCount:
+      return fail("unknown collective", Status::ErrInternal);
+  }
+  out_from_ = s_res;
+  a->recvbuf = s_res;
+  if (ok(st)) st = rt().stream_synchronize(stream_);
+  if (!ok(st)) return fail("copy of a buffer into the scratch of the agreed memory kind failed", st);
+  return Status::Ok;
+}
+
+Status Deviator::leave() {
+  if (!out_ || !out_bytes_) return Status::Ok;
+  DeviceScope scope(gpu_);
+  Status st = scope.status();
+  if (ok(st)) st = rt().order_after_default_streams(stream_, order_);
+  if (ok(st)) st = copy(out_, out_from_, out_bytes_);
+  if (ok(st)) st = rt().stream_synchronize(stream_);
+  if (!ok(st)) return fail("copy of the result from the scratch of the agreed memory kind failed", st);
+  return Status::Ok;
+}
+
+void release_deviation_scratch() { device_pool().release(); }
+
+}  // namespace gcoll

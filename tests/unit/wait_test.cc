@@ -1,0 +1,113 @@
+// The wait policy (src/base/wait.h): what each mode does after the spin phase, and the
+// facts auto decides from.
+#include "base/wait.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "base/config.h"
+
+namespace gcoll {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ModeGuard {
+  explicit ModeGuard(WaitMode m) { wait_set_mode(m); }
+  ~ModeGuard() { wait_set_mode(static_cast<WaitMode>(config().wait_mode)); }
+};
+
+TEST(Wait, SettingIsInTheTable) {
+  bool found = false;
+  for (const auto &d : settings_table())
+    if (std::string(d.name) == "GCOLL_WAIT") {
+      found = true;
+      EXPECT_STREQ(d.default_value, "auto");
+      EXPECT_STREQ(d.choices, "auto|spin|yield|sleep");
+    }
+  EXPECT_TRUE(found);
+  for (const char *v : {"spin", "yield", "sleep", "auto"}) {
+    const ParsedConfig p = parse_config({{"GCOLL_WAIT", v}});
+    EXPECT_STREQ(wait_mode_name(static_cast<WaitMode>(p.config.wait_mode)), v);
+    EXPECT_TRUE(p.messages.empty());
+  }
+  EXPECT_FALSE(parse_config({{"GCOLL_WAIT", "busy"}}).messages.empty());
+}
+
+TEST(Wait, SpinNeverSleeps) {
+  WaitPolicy w(WaitMode::Spin);
+  for (int i = 0; i < 100000; ++i) w.pause();
+  EXPECT_EQ(w.sleeps(), 0u);
+  EXPECT_EQ(w.polls(), 100000u);
+}
+
+TEST(Wait, YieldNeverSleeps) {
+  WaitPolicy w(WaitMode::Yield);
+  for (int i = 0; i < 5000; ++i) w.pause();
+  EXPECT_EQ(w.sleeps(), 0u);
+}
+
+TEST(Wait, SleepSleepsAfterSpinAndYield) {
+  WaitPolicy w(WaitMode::Sleep);
+  const std::uint64_t before = WaitPolicy::kSpinPolls + WaitPolicy::kYieldPolls;
+  for (std::uint64_t i = 0; i < before; ++i) w.pause();
+  EXPECT_EQ(w.sleeps(), 0u);
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 10; ++i) w.pause();
+  EXPECT_EQ(w.sleeps(), 10u);
+  // 16 + 32 + 64 + 7 x 128 us at least.
+  EXPECT_GE(Clock::now() - t0, std::chrono::microseconds(16 + 32 + 64 + 7 * 128));
+  w.reset();
+  EXPECT_EQ(w.polls(), 0u);
+  w.pause();
+  EXPECT_EQ(w.sleeps(), 10u);  // spinning again
+}
+
+TEST(Wait, AutoSleepsWhenRanksOutnumberCores) {
+  const WaitFacts f = wait_facts();
+  ASSERT_GE(f.cores, 1);
+  ASSERT_GE(f.online, f.cores);
+  wait_note_node(2, 4);  // fits: changes nothing
+  EXPECT_EQ(wait_facts().node_ranks, 2);
+  EXPECT_EQ(wait_facts().node_cpus, 4);
+  wait_note_node(3, 2);  // more ranks than the CPUs they may use together
+  EXPECT_TRUE(wait_oversubscribed());
+  EXPECT_TRUE(wait_facts().oversubscribed);
+  EXPECT_EQ(wait_facts().node_ranks, 3);
+  EXPECT_EQ(wait_facts().node_cpus, 2);
+  WaitPolicy w(WaitMode::Auto);
+  for (std::uint64_t i = 0; i < WaitPolicy::kSpinPolls + WaitPolicy::kYieldPolls + 3; ++i) w.pause();
+  EXPECT_EQ(w.sleeps(), 3u);
+}
+
+TEST(Wait, AutoSleepsInLongWaits) {
+  // Whether or not this machine is oversubscribed now, a wait that lasts sleeps (at the
+  // latest 1 ms after its yields, which may themselves take long on a loaded machine).
+  WaitPolicy w(WaitMode::Auto);
+  const auto t0 = Clock::now();
+  while (w.sleeps() == 0 && Clock::now() - t0 < std::chrono::seconds(5)) w.pause();
+  EXPECT_GT(w.sleeps(), 0u);
+  EXPECT_GT(w.polls(), WaitPolicy::kSpinPolls + WaitPolicy::kYieldPolls);
+}
+
+TEST(Wait, WaitUntilSeesAnotherThread) {
+  for (WaitMode m : {WaitMode::Spin, WaitMode::Yield, WaitMode::Sleep, WaitMode::Auto}) {
+    ModeGuard g(m);
+    std::atomic<bool> flag{false};
+    std::thread t([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      flag.store(true, std::memory_order_release);
+    });
+    const auto t0 = Clock::now();
+    wait_until([&] { return flag.load(std::memory_order_acquire); });
+    const auto waited = Clock::now() - t0;
+    t.join();
+    EXPECT_LT(waited, std::chrono::seconds(2)) << wait_mode_name(m);
+  }
+}
+
+}  // namespace
+}  // namespace gcoll
