@@ -158,7 +158,7 @@ std::unique_ptr<Op> make_op(int k, int me, int n) {
       srcs[q] = ins[q].data();
     }
     o->want.assign(bytes, 0);
-    if (count && !gcoll::host_reduce(r.t, r.op, o->want.data(), srcs.data(), n, count))
+    if (count && !ok(gcoll::host_reduce(r.t, r.op, o->want.data(), srcs.data(), n, count)))
       report("host_reduce refuses %s %s", gcoll::rop_name(r.op), gcoll::dtype_name(r.t));
     o->out = std::make_unique<Dev>(bytes);
     o->out->put(0, ins[me]);

@@ -52,7 +52,7 @@ Status recv_only(Rail &r, int src, void *d, std::size_t db, int step) {
 Status reduce_into(const Rail &r, DType t, ROp op, void *acc, const void *received, std::size_t elems) {
   const void *srcs[2] = {acc, received};
   if (r.space) return r.space->reduce(t, op, acc, srcs, 2, elems);
-  return host_reduce(t, op, acc, srcs, 2, elems) ? Status::Ok : Status::NotSupported;
+  return host_reduce(t, op, acc, srcs, 2, elems);
 }
 
 }  // namespace

@@ -813,7 +813,7 @@ void run_fused(const FusedEmuJob &j) {
         case FusedKind::Allreduce: {
           const void *srcs[kFusedMaxRanks];
           for (int q = 0; q < p.nranks; ++q) srcs[q] = j.bank[q] + lo;
-          if (!host_reduce(p.dtype, p.op, j.out + lo, srcs, p.nranks, (hi - lo) / p.elem)) code = kFusedFailed;
+          if (!ok(host_reduce(p.dtype, p.op, j.out + lo, srcs, p.nranks, (hi - lo) / p.elem))) code = kFusedFailed;
           break;
         }
         case FusedKind::Bcast:
@@ -981,7 +981,7 @@ class EmuRuntime final : public Runtime {
     }
     void *dp = d.addr;
     const bool queued = es->enqueue([t, op, dp, from, m, count, es] {
-      if (!host_reduce(t, op, dp, from.data(), m, count)) es->fail();
+      if (!ok(host_reduce(t, op, dp, from.data(), m, count))) es->fail();
     });
     return queued ? Status::Ok : Status::ErrNoMem;
   }

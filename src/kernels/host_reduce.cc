@@ -127,17 +127,18 @@ bool reduce_ops(ROp op, const Job &j) {
 
 }  // namespace
 
-bool host_reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) {
-  if (m < 1) return false;
+Status host_reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) {
+  if (m < 1) return Status::ErrInternal;
   const Job j{dst, srcs, m, count};
+  bool done = false;
   switch (t) {
 #define GCOLL_X(dtype, name, ops, unit, mpi, ...) \
-  case DType::dtype: return reduce_ops<__VA_ARGS__, ops>(op, j);
+  case DType::dtype: done = reduce_ops<__VA_ARGS__, ops>(op, j); break;
     GCOLL_DTYPES(GCOLL_X)
 #undef GCOLL_X
     case DType::kCount: break;
   }
-  return false;
+  return done ? Status::Ok : Status::NotSupported;
 }
 
 void host_copy(void *dst, const void *src, std::size_t bytes) {

@@ -76,7 +76,7 @@ class HostSpace final : public MemSpace {
   const void *peer(int lr) const override { return bank(lr, (epoch_ - 1) & 1); }
 
   Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) override {
-    return host_reduce(t, op, dst, srcs, m, count) ? Status::Ok : Status::NotSupported;
+    return host_reduce(t, op, dst, srcs, m, count);
   }
   Status copy(void *dst, const void *src, std::size_t bytes) override {
     if (bytes && dst != src) std::memcpy(dst, src, bytes);

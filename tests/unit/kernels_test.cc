@@ -388,14 +388,14 @@ void check_reduce(DType t, ROp op, int m, std::size_t count, std::size_t offset,
   for (auto &b : src) ptrs.push_back(b.data());
 
   Buffer dst(bytes, offset);
-  ASSERT_TRUE(host_reduce(t, op, dst.data(), ptrs.data(), m, count));
+  ASSERT_TRUE(ok(host_reduce(t, op, dst.data(), ptrs.data(), m, count)));
   expect_result(dst, "separate dst");
 
   // in place: dst is srcs[0]
   Buffer alias(bytes, offset);
   std::memcpy(alias.data(), src[0].data(), bytes);
   ptrs[0] = alias.data();
-  ASSERT_TRUE(host_reduce(t, op, alias.data(), ptrs.data(), m, count));
+  ASSERT_TRUE(ok(host_reduce(t, op, alias.data(), ptrs.data(), m, count)));
   expect_result(alias, "dst == srcs[0]");
   ptrs[0] = src[0].data();
 
@@ -405,7 +405,7 @@ void check_reduce(DType t, ROp op, int m, std::size_t count, std::size_t offset,
     Buffer at_k(bytes, offset);
     std::memcpy(at_k.data(), src[k].data(), bytes);
     ptrs[k] = at_k.data();
-    ASSERT_TRUE(host_reduce(t, op, at_k.data(), ptrs.data(), m, count));
+    ASSERT_TRUE(ok(host_reduce(t, op, at_k.data(), ptrs.data(), m, count)));
     expect_result(at_k, ("dst == srcs[" + std::to_string(k) + "]").c_str());
     ptrs[k] = src[k].data();
   }
@@ -463,19 +463,19 @@ TEST(KernelReduceArgs, UnsupportedReturnsFalseAndTouchesNothing) {
       ++unsupported;
       std::memset(d, 7, sizeof d);
       for (int m : {1, 2}) {
-        EXPECT_FALSE(host_reduce(static_cast<DType>(t), static_cast<ROp>(o), d, srcs, m, 1))
+        EXPECT_FALSE(ok(host_reduce(static_cast<DType>(t), static_cast<ROp>(o), d, srcs, m, 1)))
             << dtype_name(static_cast<DType>(t)) << " " << rop_name(static_cast<ROp>(o));
       }
       for (unsigned char c : d) ASSERT_EQ(c, 7);
     }
   }
   EXPECT_EQ(unsupported, kNumDTypes * kNumROps - static_cast<int>(supported_cases().size()));
-  EXPECT_FALSE(host_reduce(DType::Float, ROp::Band, d, srcs, 2, 4));
-  EXPECT_FALSE(host_reduce(DType::Bool, ROp::Sum, d, srcs, 2, 4));
-  EXPECT_FALSE(host_reduce(DType::Int32, ROp::Minloc, d, srcs, 2, 4));
-  EXPECT_FALSE(host_reduce(DType::Int32, ROp::Sum, d, srcs, 0, 4));  // m < 1
-  EXPECT_FALSE(host_reduce(DType::kCount, ROp::Sum, d, srcs, 2, 4));
-  EXPECT_FALSE(host_reduce(DType::Int32, ROp::kCount, d, srcs, 2, 4));
+  EXPECT_FALSE(ok(host_reduce(DType::Float, ROp::Band, d, srcs, 2, 4)));
+  EXPECT_FALSE(ok(host_reduce(DType::Bool, ROp::Sum, d, srcs, 2, 4)));
+  EXPECT_FALSE(ok(host_reduce(DType::Int32, ROp::Minloc, d, srcs, 2, 4)));
+  EXPECT_FALSE(ok(host_reduce(DType::Int32, ROp::Sum, d, srcs, 0, 4)));  // m < 1
+  EXPECT_FALSE(ok(host_reduce(DType::kCount, ROp::Sum, d, srcs, 2, 4)));
+  EXPECT_FALSE(ok(host_reduce(DType::Int32, ROp::kCount, d, srcs, 2, 4)));
 }
 
 TEST(KernelTypes, OpSupportedTable) {
@@ -609,7 +609,7 @@ TEST(KernelTypes, TablesFollowTheList) {
       const ROp op = static_cast<ROp>(o);
       const bool listed = (l.ops & op_bit(op)) != 0;
       EXPECT_EQ(op_supported(op, l.t), listed) << rop_name(op);
-      EXPECT_EQ(host_reduce(l.t, op, d, srcs, 2, 1), listed) << rop_name(op);
+      EXPECT_EQ(ok(host_reduce(l.t, op, d, srcs, 2, 1)), listed) << rop_name(op);
     }
   }
 }
@@ -622,13 +622,13 @@ TEST(KernelReduceLoc, TieBreaking) {
   const FloatIntC c[] = {{1.0f, 7}, {1.0f, 3}, {5.0f, 0}, {-1.0f, 0}};
   const void *srcs[] = {a, b, c};
   FloatIntC d[4];
-  ASSERT_TRUE(host_reduce(DType::FloatInt, ROp::Minloc, d, srcs, 3, 4));
+  ASSERT_TRUE(ok(host_reduce(DType::FloatInt, ROp::Minloc, d, srcs, 3, 4)));
   const FloatIntC want_min[] = {{1.0f, 2}, {1.0f, 3}, {2.0f, 8}, {-1.0f, 0}};
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(d[k].v, want_min[k].v) << k;
     EXPECT_EQ(d[k].i, want_min[k].i) << k;
   }
-  ASSERT_TRUE(host_reduce(DType::FloatInt, ROp::Maxloc, d, srcs, 3, 4));
+  ASSERT_TRUE(ok(host_reduce(DType::FloatInt, ROp::Maxloc, d, srcs, 3, 4)));
   const FloatIntC want_max[] = {{1.0f, 2}, {3.0f, 4}, {5.0f, 0}, {-1.0f, 0}};
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(d[k].v, want_max[k].v) << k;
@@ -639,7 +639,7 @@ TEST(KernelReduceLoc, TieBreaking) {
   const IntIntC y[] = {{4, -7}, {2, 6}};
   const void *isrcs[] = {x, y};
   IntIntC id[2];
-  ASSERT_TRUE(host_reduce(DType::IntInt, ROp::Maxloc, id, isrcs, 2, 2));
+  ASSERT_TRUE(ok(host_reduce(DType::IntInt, ROp::Maxloc, id, isrcs, 2, 2)));
   EXPECT_EQ(id[0].v, 4);
   EXPECT_EQ(id[0].i, -7);
   EXPECT_EQ(id[1].v, 4);
@@ -648,7 +648,7 @@ TEST(KernelReduceLoc, TieBreaking) {
   const DoubleDoubleC q[] = {{0.5, 2.0}};
   const void *dsrcs[] = {p, q};
   DoubleDoubleC dd[1];
-  ASSERT_TRUE(host_reduce(DType::DoubleDouble, ROp::Minloc, dd, dsrcs, 2, 1));
+  ASSERT_TRUE(ok(host_reduce(DType::DoubleDouble, ROp::Minloc, dd, dsrcs, 2, 1)));
   EXPECT_EQ(dd[0].v, 0.5);
   EXPECT_EQ(dd[0].i, 2.0);
 }
@@ -659,9 +659,9 @@ TEST(KernelReduceArgs, LeftFoldOrder) {
   const void *abc[] = {a, b, c};
   const void *cba[] = {c, b, a};
   float d[1];
-  ASSERT_TRUE(host_reduce(DType::Float, ROp::Sum, d, abc, 3, 1));
+  ASSERT_TRUE(ok(host_reduce(DType::Float, ROp::Sum, d, abc, 3, 1)));
   EXPECT_EQ(d[0], 1.0f);
-  ASSERT_TRUE(host_reduce(DType::Float, ROp::Sum, d, cba, 3, 1));
+  ASSERT_TRUE(ok(host_reduce(DType::Float, ROp::Sum, d, cba, 3, 1)));
   EXPECT_EQ(d[0], 0.0f);
 }
 
