@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/log.h"
+#include "base/wait.h"
 #include "net/ucx_internal.h"
 
 namespace gcoll::ucx {
@@ -269,15 +270,13 @@ Status progress_barrier(MPI_Comm comm, double timeout_s) {
   MPI_Request r = MPI_REQUEST_NULL;
   if (PMPI_Ibarrier(comm, &r) != MPI_SUCCESS) return Status::ErrInternal;
   const double t0 = now_s();
-  int idle = 0;
+  WaitPolicy wp;  // base/wait.h (GCOLL_WAIT)
   for (;;) {
     int flag = 0;
     if (PMPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return Status::ErrInternal;
     if (flag) return Status::Ok;
-    if (progress_once() == 0 && ++idle >= 16) {
-      idle = 0;
-      sched_yield();
-    }
+    if (progress_once() == 0) wp.pause();
+    else wp.reset();
     if (timeout_s > 0 && now_s() - t0 > timeout_s) {
       GCOLL_WARN("ucx: barrier did not complete in %.3f s", timeout_s);
       return Status::ErrTransport;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/wait.h"
 #include "net/ucx_internal.h"
 
 namespace gcoll::ucx {
@@ -323,7 +324,7 @@ Status Group::wait(Request *reqs, int n, double timeout_s) {
   std::vector<char> cancelled;  // receives cancelled because their peer was lost
   double last = now_s();
   int lo = 0;  // requests below lo are all done
-  int idle = 0;
+  WaitPolicy wp;  // between polls that found nothing (base/wait.h: GCOLL_WAIT)
   bool timed_out = false;
   double limit = timeout_s;
   while (pending > 0) {
@@ -361,13 +362,14 @@ Status Group::wait(Request *reqs, int n, double timeout_s) {
     const double t = now_s();
     if (completed) {
       last = t;
-      idle = 0;
+      wp.reset();
     } else if (limit > 0 && t - last > limit) {
       timed_out = true;
       break;
-    } else if (events == 0 && ++idle >= 32) {
-      idle = 0;
-      sched_yield();  // oversubscribed runs: let the peers we wait for run
+    } else if (events == 0) {
+      wp.pause();  // oversubscribed runs: let the peers we wait for run
+    } else {
+      wp.reset();  // data is moving (UCX progress did something): keep polling
     }
   }
   if (timed_out) {
