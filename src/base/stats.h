@@ -24,8 +24,10 @@ constexpr int kFields = static_cast<int>(Field::kCount);
 constexpr int kColls = static_cast<int>(Coll::kCount);
 constexpr int kMaxAlgos = 32;                            // engine algorithms, by table index
 // What the library itself costs, whatever the collective (the JSON's "library" object):
-//   HiddenMpi:      MPI calls gcoll makes on its own inside an intercepted call (the
-//                   memory-kind agreements, the engine's setup agreements);
+//   HiddenMpi:      MPI calls gcoll makes on its own inside an intercepted call: the
+//                   memory-kind agreements and the one-time agreement of their settings
+//                   per communicator (src/pmpi/memory.cc). Not counted: the engine's
+//                   one-time setup of a communicator (topology, segment, UCX group);
 //   Agreements:     memory-kind agreements among them (src/pmpi/memory.cc);
 //   PointerQueries: driver pointer queries (cuPointerGetAttributes, or the emulated
 //                   GPU's registry lookup) made to classify a buffer;
