@@ -310,6 +310,13 @@ ParsedConfig parse_config(const EnvList &env) {
   return pc;
 }
 
+const char *foreign_env(const char *name) {
+  static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "OMPI_MCA_mpi_yield_when_idle"};
+  for (const char *k : kKnown)
+    if (std::strcmp(k, name) == 0) return std::getenv(name);
+  return nullptr;
+}
+
 EnvList process_environment() {
   EnvList env;
   for (char **e = environ; e && *e; ++e) {

@@ -72,6 +72,14 @@ EnvList process_environment();
 const ParsedConfig &process_config();
 inline const Config &config() { return process_config().config; }
 
+// Other software's environment variables that gcoll reads as facts, not as its own
+// settings (which live only in the table above): UCX_MM_ERROR_HANDLING (a user's choice
+// wins over the one gcoll makes for its UCX context, src/net/context.cc) and
+// OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc).
+// The value, or nullptr when unset or when `name` is not one of those: every read of the
+// environment goes through this file.
+const char *foreign_env(const char *name);
+
 // Value parsers, exposed for tests. Return false when `text` is not valid.
 bool parse_bool(const std::string &text, bool *out);
 bool parse_int(const std::string &text, long long *out);

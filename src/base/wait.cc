@@ -52,7 +52,7 @@ const StaticFacts &static_facts() {
     s.online = on > 0 ? static_cast<int>(on) : s.cores;
     // Open MPI's own switch (an MPI setting, not a GCOLL_* one): set when the user (or a
     // batch system) says that ranks share cores.
-    if (const char *y = std::getenv("OMPI_MCA_mpi_yield_when_idle")) {
+    if (const char *y = foreign_env("OMPI_MCA_mpi_yield_when_idle")) {
       bool b = false;
       s.mpi_yield = parse_bool(y, &b) && b;
     }

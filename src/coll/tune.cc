@@ -72,23 +72,21 @@ bool parse_rule(const std::string &r, TuneRule *out, std::string *error) {
   return true;
 }
 
+// Built-in rule lists, unit-tested to parse.
+std::vector<TuneRule> builtin_rules(const char *text) {
+  std::vector<TuneRule> r;
+  std::string err;
+  parse_tune(text, &r, &err);
+  return r;
+}
+
 const std::vector<TuneRule> &default_rules() {
-  static const std::vector<TuneRule> rules = [] {
-    std::vector<TuneRule> r;
-    std::string err;
-    parse_tune(kDefaultTune, &r, &err);  // unit-tested to parse
-    return r;
-  }();
+  static const std::vector<TuneRule> rules = builtin_rules(kDefaultTune);
   return rules;
 }
 
 const std::vector<TuneRule> &time_sliced_rules() {
-  static const std::vector<TuneRule> rules = [] {
-    std::vector<TuneRule> r;
-    std::string err;
-    parse_tune(kTimeSlicedTune, &r, &err);  // unit-tested to parse
-    return r;
-  }();
+  static const std::vector<TuneRule> rules = builtin_rules(kTimeSlicedTune);
   return rules;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/config.h"
 #include "base/log.h"
 #include "base/wait.h"
 #include "net/ucx_internal.h"
@@ -107,7 +108,7 @@ Status init_locked(State &s) {
   // shared-memory transport load: otherwise UCX warns "invalid configuration:
   // MM_ERROR_HANDLING=y" at worker creation. (CMA, the zero-copy shared-memory
   // rendezvous, has no peer failure support in 1.13 and is dropped by PEER mode anyway.)
-  if (s.peer_mode && std::getenv("UCX_MM_ERROR_HANDLING") == nullptr &&
+  if (s.peer_mode && foreign_env("UCX_MM_ERROR_HANDLING") == nullptr &&
       tls_may_use_mm(config)) {
     us = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
     if (us != UCS_OK)
