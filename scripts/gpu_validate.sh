@@ -67,6 +67,17 @@
 # GCOLL_VALIDATE_TIMEOUT=SECONDS: time limit of each run (default 0: none). ctest gets
 #   --stop-time: it starts no test after the limit and cuts off the one running (that
 #   one reads FAIL; those not reached, n/a); a hard `timeout` ends ctest 120 s later.
+# GCOLL_VALIDATE_UCX=cuda (opt-in; default: Debian's UCX 1.13 from the bundle, no CUDA
+#   transports): the UCX 1.22 with CUDA transports of NVIDIA's wheel libucx-cu13, unpacked
+#   into .ucx-cuda/ (GCOLL_UCX_CUDA_DIR) by scripts/ucx_cuda.sh on a machine with PyPI and
+#   carried along with the bundle (docs/ucx-cuda.md). Its libucx/lib goes first in
+#   LD_LIBRARY_PATH for every step (same sonames: libgcoll.so and Open MPI load it instead
+#   of Debian's; UCX finds its modules next to libucs.so.0, no UCX_MODULE_DIR needed), and
+#   $OUT/ucx.txt records which UCX is loaded: ucx_info -v and -d of it (cuda_copy and
+#   cuda_ipc with a GPU), the same through mpirun (what the ranks see), and what libgcoll.so
+#   resolves (ldd); summary.txt gets one line. No .ucx-cuda/: nothing runs (exit 2); a GPU
+#   that this UCX does not see (no cuda_copy: libcuda.so.1 or libnvidia-ml.so.1 missing):
+#   exit status at least 2.
 #
 # bench runs once, with whatever MPS state the caller set up (the script neither starts
 # nor stops a daemon) unless GCOLL_VALIDATE_MPS is set explicitly: on = its own daemon
@@ -97,6 +108,11 @@ case "$MPS_MODE" in
   *) echo "GCOLL_VALIDATE_MPS must be both, off or on (not '$MPS_MODE')" >&2; exit 64 ;;
 esac
 VALIDATE_TIMEOUT=${GCOLL_VALIDATE_TIMEOUT:-0}
+UCX_MODE=${GCOLL_VALIDATE_UCX:-debian}
+case "$UCX_MODE" in
+  debian|cuda) ;;
+  *) echo "GCOLL_VALIDATE_UCX must be cuda or debian (not '$UCX_MODE')" >&2; exit 64 ;;
+esac
 case "$VALIDATE_TIMEOUT" in
   '' | *[!0-9]*) echo "GCOLL_VALIDATE_TIMEOUT must be a number of seconds (not '$VALIDATE_TIMEOUT')" >&2; exit 64 ;;
 esac
@@ -111,6 +127,9 @@ fi
 DEPS=${GCOLL_DEPS:-/opt/gcoll-deps}
 BUNDLE=${GCOLL_BUNDLE:-$ROOT/.gpu-bundle}
 BUILD=${GCOLL_GPU_BUILD:-$ROOT/build-gpu}
+UCX_CUDA_DIR=${GCOLL_UCX_CUDA_DIR:-$ROOT/.ucx-cuda}
+# (the script's own settings, not gcoll's: the ranks would report them as unknown)
+export -n GCOLL_VALIDATE_UCX GCOLL_UCX_CUDA_DIR 2>/dev/null
 JOBS=${GCOLL_GPU_JOBS:-16}
 LOG=$OUTDIR/validate.log
 SUMMARY=$OUTDIR/summary.txt
@@ -326,6 +345,71 @@ setup_env() {
   # back to the emulated GPU as they do in CI (mpi_tests/gpu/gpu_or_skip.sh).
   export GCOLL_GPU_TESTS_EMULATE=0
   unset GCOLL_CUDA
+  if [ "$UCX_MODE" = cuda ]; then
+    ucx_cuda_env || return 2
+  fi
+  return 0
+}
+
+# ---- UCX with CUDA transports (GCOLL_VALIDATE_UCX=cuda) ---------------------------------------
+# ucx_cuda_env: the wheel's UCX first in LD_LIBRARY_PATH. False when .ucx-cuda/ is missing.
+ucx_cuda_env() {
+  if [ ! -f "$UCX_CUDA_DIR/libucx/lib/libucp.so.0" ]; then
+    log "GCOLL_VALIDATE_UCX=cuda but no UCX in $UCX_CUDA_DIR (make it with scripts/ucx_cuda.sh on a machine with PyPI and carry it along)"
+    note "ucx: GCOLL_VALIDATE_UCX=cuda but $UCX_CUDA_DIR is missing: nothing run"
+    return 2
+  fi
+  export LD_LIBRARY_PATH=$UCX_CUDA_DIR/libucx/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  log "GCOLL_VALIDATE_UCX=cuda: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  return 0
+}
+
+# ucx_evidence: which UCX this run loads, into $OUTDIR/ucx.txt and one line of the summary.
+ucx_evidence() {
+  local info=$UCX_CUDA_DIR/libucx/bin/ucx_info ver tls cuda=no f
+  {
+    echo "== $(ts) GCOLL_VALIDATE_UCX=cuda: $UCX_CUDA_DIR/libucx/lib first in LD_LIBRARY_PATH"
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    [ -f "$UCX_CUDA_DIR/MANIFEST" ] && sed -n '1,3p' "$UCX_CUDA_DIR/MANIFEST"
+    echo "== ucx_info -v"
+    "$info" -v 2>&1 | head -5
+    echo "== ucx_info -d: memory domains, transports, memory types"
+    "$info" -d 2>&1 | grep -E '^# *(Memory domain|Transport|Device):|memory types' | sed 's/^# *//'
+    echo "== CUDA modules: what they need (ldd)"
+    for f in "$UCX_CUDA_DIR"/libucx/lib/ucx/libuct_cuda.so.0 "$UCX_CUDA_DIR"/libucx/lib/ucx/libucm_cuda.so.0; do
+      ldd "$f" 2>&1 | grep -E 'libcuda\.so|libnvidia-ml|libcudart|not found' | sed "s|^|${f##*/}: |"
+    done
+    echo "== the same ucx_info -v through mpirun (the ranks' environment)"
+    if command -v mpirun >/dev/null 2>&1; then
+      timeout -k 5 60 mpirun -np 1 "$info" -v 2>&1 | head -3
+    else
+      echo "mpirun: not found"
+    fi
+    echo "== what libgcoll.so and Open MPI's pml ucx resolve"
+    if [ -f "$BUILD/lib/libgcoll.so" ]; then
+      ldd "$BUILD/lib/libgcoll.so" 2>&1 | grep -E 'libuc[ptsm]\.so' | sed 's/^[[:space:]]*/libgcoll.so: /'
+    else
+      echo "libgcoll.so: not built yet ($BUILD/lib/libgcoll.so)"
+    fi
+    for f in $(find "${OPAL_PREFIX:-/usr}"/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 -name mca_pml_ucx.so 2>/dev/null | head -1); do
+      ldd "$f" 2>&1 | grep -E 'libucp\.so' | sed 's/^[[:space:]]*/mca_pml_ucx.so: /'
+    done
+    echo "== UCX_LOG_LEVEL=debug ucx_info -d: cuda lines (why a CUDA transport is missing)"
+    UCX_LOG_LEVEL=debug "$info" -d 2>&1 | grep -E "lib(uct|ucm)_cuda|'cuda'|cuda_(md|copy|ipc)|cuInit|cuDevice|nvml" | head -20
+  } >"$OUTDIR/ucx.txt" 2>&1
+  ver=$("$info" -v 2>/dev/null | sed -n 's/^# Library version: //p')
+  tls=$("$info" -d 2>/dev/null | sed -n 's/^# *Transport: //p' | sort -u | tr '\n' ' ')
+  case " $tls " in *" cuda_copy "*) cuda=yes ;; esac
+  log "UCX ${ver:-?} from $UCX_CUDA_DIR; transports: ${tls:-none}; CUDA memory: $cuda (details: $OUTDIR/ucx.txt)"
+  note "ucx: ${ver:-?} from $UCX_CUDA_DIR (GCOLL_VALIDATE_UCX=cuda), transports: ${tls% }; cuda_copy: $cuda"
+  if [ "$cuda" != yes ]; then
+    log "WARNING: the UCX in $UCX_CUDA_DIR sees no GPU (see the debug lines in $OUTDIR/ucx.txt)"
+    # A GPU that the wheel's UCX cannot use: what GCOLL_VALIDATE_UCX=cuda asks for is not validated.
+    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+      note "ucx: a GPU is present but the UCX of $UCX_CUDA_DIR has no cuda_copy: not validated"
+      worse 2
+    fi
+  fi
   return 0
 }
 
@@ -388,6 +472,9 @@ do_build() {
     targets=(--target gcoll gcoll_gpu_tests gcoll_cuda_kernels_check osu_allreduce osu_bcast osu_allgather)
   fi
   run_step build cmake --build "$BUILD" -j "$JOBS" "${targets[@]}" || return 2
+  if [ "$UCX_MODE" = cuda ]; then
+    log "libgcoll.so resolves: $(ldd "$BUILD/lib/libgcoll.so" 2>&1 | grep -E 'libucp\.so' | sed 's/^[[:space:]]*//')"
+  fi
   return 0
 }
 
@@ -774,6 +861,7 @@ trap 'on_signal INT' INT
 trap 'on_signal TERM' TERM
 setup_env || { log "environment setup failed"; exit 2; }
 machine_info
+[ "$UCX_MODE" = cuda ] && ucx_evidence
 case "$mode" in
   all)
     if do_build; then do_test "$@"; else worse 2; fi

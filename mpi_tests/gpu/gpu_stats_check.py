@@ -27,10 +27,10 @@ MPI_Finalize:
   * passthrough == host calls (host buffers go to the MPI by default);
     engine + staged == device calls; staged >= device calls with a derived datatype
     or a user-defined op (never the engine);
-  * --device-path engine (one node, default settings): engine > 0 for every
-    collective (device calls with predefined types on one node use gcoll's engine);
-    --device-path staged (GCOLL_DEVICE_BUFFERS=staged, or several (virtual) nodes):
-    engine == 0 and staged == device calls.
+  * --device-path engine (default settings, one node or several virtual nodes):
+    engine > 0 for every collective (device calls with predefined types use gcoll's
+    engine); --device-path staged (GCOLL_DEVICE_BUFFERS=staged): engine == 0 and
+    staged == device calls.
 When the program says "SKIPPED: no GPU" and exits 77, so does this script.
 Only the Python standard library is used.
 """

@@ -203,6 +203,20 @@ const std::vector<SettingDef> kSettings = {
      "the fused kernels are validated on a real GPU, docs/gpu-validation.md): never. Agreed by the node's "
      "ranks (any off wins). Whatever it says, small calls on GPUs shared without MPS are staged.",
      [](Config &c, const Value &v) { c.device_fused = v.choice; }},
+    {"GCOLL_DEVICE_NET", SettingType::Enum, "auto", "auto|direct|pipelined",
+     "Device-memory calls across nodes: how the bytes between nodes leave and reach GPU memory. direct: UCX "
+     "sends and receives from device memory itself (GPUDirect RDMA where the NIC and driver allow); needs a "
+     "UCX that reports CUDA memory support. pipelined: through pinned host memory in pieces of "
+     "GCOLL_DEVICE_NET_CHUNK, the copy out of one piece, the network transfer of the one before and the copy "
+     "in of the one before that in flight together. auto: direct where UCX supports CUDA memory on every rank, "
+     "else pipelined. Agreed by all ranks of a communicator at its first device call (pipelined wins where "
+     "direct cannot run everywhere); gcoll_info and GCOLL_DEBUG=INFO say which was chosen and why.",
+     [](Config &c, const Value &v) { c.device_net = v.choice; }},
+    {"GCOLL_DEVICE_NET_CHUNK", SettingType::Size, "1M", "4096:1073741824",
+     "Piece of the pipelined way across nodes (GCOLL_DEVICE_NET): each message between nodes travels in pieces "
+     "of this size through pinned host memory, at most 4 pieces in flight per message and direction. Must be "
+     "equal on every rank.",
+     [](Config &c, const Value &v) { c.device_net_chunk = v.size; }},
     {"GCOLL_MEMORY_CACHE", SettingType::Bool, "1", nullptr,
      "1: remember what kind of memory a buffer is, so that a buffer seen before costs no driver query; kept "
      "exact by the emulated GPU's allocations and frees, and on a real GPU by UCX's memory hooks (any unmap or "

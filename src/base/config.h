@@ -30,6 +30,8 @@ struct Config {
   std::uint64_t device_chunk_size = 8ull << 20;   // GCOLL_DEVICE_CHUNK_SIZE
   std::uint64_t ipc_cache_size = 16ull << 30;     // GCOLL_IPC_CACHE_SIZE
   int device_fused = 2;              // GCOLL_DEVICE_FUSED: 0 auto, 1 on, 2 off (src/mem/cuda_space.h)
+  int device_net = 0;                // GCOLL_DEVICE_NET: 0 auto, 1 direct, 2 pipelined (src/coll/engine.cc)
+  std::uint64_t device_net_chunk = 1 << 20;  // GCOLL_DEVICE_NET_CHUNK: piece of the pipelined way
   bool memory_cache = true;          // GCOLL_MEMORY_CACHE: reuse buffer classifications (src/cuda/device.h)
   int agree_interval = 1024;         // GCOLL_MEMORY_AGREE_INTERVAL: most calls between memory-kind agreements
   int wait_mode = 0;                 // GCOLL_WAIT: 0 auto, 1 spin, 2 yield, 3 sleep (src/base/wait.h)

@@ -9,7 +9,7 @@ namespace gcoll {
 
 // The rail for the next chunk of a call (each chunk gets its own tag sequence number;
 // every rank runs the same chunks, so the numbers agree).
-inline Rail next_rail(Engine &e) { return Rail{e.rail.get(), e.space, e.seq++, e.timeout_s, &e.call_steps}; }
+inline Rail next_rail(Engine &e) { return Rail{e.channel, e.space, e.seq++, e.timeout_s, &e.call_steps}; }
 
 Status allreduce_oneshot(Engine &e, const CollArgs &a);
 // The hierarchical allreduce (intra-node reduce-scatter, the schedule along each rail,

@@ -9,7 +9,6 @@
 // kernel per rank copies its chunk into its bank, raises its flag, waits for the others'
 // and copies every rank's chunk to its place in the result.
 #include <algorithm>
-#include <cstring>
 
 #include "coll/algorithms.h"
 #include "coll/rail.h"
@@ -73,8 +72,9 @@ Status run(Engine &e, const CollArgs &a) {
         sizes[x] = static_cast<std::size_t>(pieces(t, x, j)) * c;
         off[x + 1] = off[x] + sizes[x];
       }
-      for (int i = j, k = 0; i < t.local_size; i += L, ++k)
-        std::memcpy(net + off[t.node] + k * c, at(a.recvbuf, t.members[t.node][i] * B + o), c);
+      for (int i = j, k = 0; ok(st) && i < t.local_size; i += L, ++k)
+        st = e.space->copy(net + off[t.node] + k * c, at(a.recvbuf, t.members[t.node][i] * B + o), c);
+      if (!ok(st)) return st;
       st = kBruck ? rail_allgatherv_bruck(rail, sizes, net, tmp) : rail_allgatherv_ring(rail, sizes, net);
       if (!ok(st)) return st;
       // 3. Publish all pieces for the node; place the remote ones in my result.
@@ -82,9 +82,10 @@ Status run(Engine &e, const CollArgs &a) {
       if (!ok(st)) return st;
       for (int x = 0; x < N; ++x) {
         if (x == t.node) continue;
-        for (int i = j, k = 0; i < t.node_size(x); i += L, ++k)
-          std::memcpy(at(a.recvbuf, t.members[x][i] * B + o), net + off[x] + k * c, c);
+        for (int i = j, k = 0; ok(st) && i < t.node_size(x); i += L, ++k)
+          st = e.space->copy(at(a.recvbuf, t.members[x][i] * B + o), net + off[x] + k * c, c);
       }
+      if (!ok(st)) return st;
     }
     st = e.space->sync();
     if (!ok(st)) return st;

@@ -11,6 +11,8 @@
 #include "mem/cuda_space.h"
 #include "mem/host_space.h"
 #include "coll/tune.h"
+#include "cuda/emulate.h"
+#include "net/device_channel.h"
 #include "net/transport.h"
 
 namespace gcoll {
@@ -25,7 +27,7 @@ constexpr std::size_t kRendezvousMinBytes = 1024;
 long long schedule_fingerprint() {
   const Config &c = config();
   const std::string s = std::to_string(c.ranks_per_node) + "|" + c.tune + "|" + std::to_string(c.chunk_size) + "|" +
-                        (c.host_engine ? "engine" : "mpi");
+                        (c.host_engine ? "engine" : "mpi") + "|" + std::to_string(c.device_net_chunk);
   return static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffffffULL);
 }
 
@@ -67,6 +69,7 @@ Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
     std::unique_ptr<ucx::Group> group;
     st = ucx::Group::create(e->topo.rail_comm, &group);
     if (!ok(st)) return st;
+    e->rail_group = group.get();
     e->rail = std::make_unique<ucx::GroupChannel>(std::move(group));
   }
   *out = std::move(e);
@@ -117,35 +120,96 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out
   return Status::Ok;
 }
 
+bool device_net_vote(const char **why) {
+  const Config &c = config();
+  if (c.device_net == 2) {
+    *why = "GCOLL_DEVICE_NET=pipelined";
+    return false;
+  }
+  if (c.cuda_emulate) {
+    // The emulated GPU's "GPUDirect": the network reads and writes the emulated device
+    // memory through the emulation's own view of it. Only when asked for: under auto the
+    // emulated GPU goes the way a UCX without CUDA support goes.
+    *why = c.device_net == 1 ? "GCOLL_DEVICE_NET=direct on the emulated GPU"
+                             : "the emulated GPU (GCOLL_DEVICE_NET=direct emulates the direct way)";
+    return c.device_net == 1;
+  }
+  const bool cuda = ucx::supports_cuda_memory();
+  *why = cuda ? "UCX reports CUDA memory support" : "UCX does not report CUDA memory support";
+  return cuda;
+}
+
+// The device space (collective over the node) and, across nodes, the rail for device
+// memory; then every rank of the communicator agrees on the outcome and on the way across
+// the network. Collective over the communicator; the outcome is the same on every rank.
+Status Engine::create_device_space(int gpu) {
+  const Config &c = config();
+  CudaSpaceOptions o;
+  o.device = gpu;
+  o.bank_bytes = c.device_chunk_size;
+  o.timeout_s = c.timeout_s;
+  o.ipc_cache_bytes = c.ipc_cache_size;
+  // Across nodes the bank algorithms run (the fused ops are one node's), and they need
+  // the banks and the work area that a space which fuses does not have.
+  o.fused = topo.num_nodes > 1 ? 2 : c.device_fused;
+  Status st = without_exceptions("device engine setup", [&] { return create_cuda_space(topo.node_comm, o, &device_space); });
+  // Across nodes, on ranks with a rail: the pipelined channel (always possible, the
+  // fallback) now; whether this rank could go direct (UCX on CUDA memory).
+  std::unique_ptr<net::Channel> staged;
+  int direct_ok = 1;  // ranks without a rail do not vote against it
+  const char *why = "this rank has no rail";
+  if (ok(st) && rail) {
+    st = without_exceptions("device network setup", [&] {
+      net::StagedOptions so;
+      so.device = gpu;
+      so.piece_bytes = c.device_net_chunk;
+      auto ch = std::make_unique<net::StagedChannel>(rail.get(), cuda::runtime(), so);
+      const Status s2 = ch->init();
+      if (ok(s2)) staged = std::move(ch);
+      return s2;
+    });
+    direct_ok = device_net_vote(&why) ? 1 : 0;
+  }
+  int v[2] = {ok(st) ? 1 : 0, direct_ok};
+  if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
+  if (!v[0]) {
+    if (!ok(st) && st != Status::NotSupported)
+      GCOLL_WARN("device engine setup failed (%s); device buffers on this communicator are staged", status_name(st));
+    device_space.reset();
+    return Status::NotSupported;
+  }
+  if (topo.num_nodes > 1) {
+    device_net = v[1] ? DeviceNet::Direct : DeviceNet::Pipelined;
+    if (c.device_net == 1 && !v[1] && topo.rank == 0)
+      GCOLL_WARN("GCOLL_DEVICE_NET=direct: UCX does not support CUDA memory on every rank; device calls across "
+                 "nodes go pipelined through pinned host memory");
+    if (rail) {
+      if (device_net == DeviceNet::Pipelined)
+        device_rail = std::move(staged);
+      else if (c.cuda_emulate)
+        device_rail = std::make_unique<net::ViewChannel>(rail.get(), cuda::emu::transport_view);
+      else
+        device_rail = std::make_unique<ucx::GroupChannel>(*rail_group, ucx::Memory::Cuda);
+    }
+    GCOLL_INFO("device engine on communicator #%llu: across %d nodes %s (%s%s)", static_cast<unsigned long long>(id),
+               topo.num_nodes, device_net_name(device_net), why,
+               device_net == DeviceNet::Pipelined && v[1] == 0 && direct_ok ? "; another rank cannot go direct" : "");
+  }
+  return Status::Ok;
+}
+
 Status Engine::select_space(MemKind mem, int gpu) {
   if (mem == MemKind::Host) {
     space = host_space.get();
     work = scratch.data();
     chunk_bytes = space->capacity();
+    channel = rail.get();
     return Status::Ok;
   }
   std::lock_guard<std::mutex> lock(device_mu);
   if (device_state == DeviceState::Untried) {
-    Status st = Status::NotSupported;
-    if (topo.num_nodes == 1) {  // rank-uniform (agreed topology): no collective otherwise
-      const Config &c = config();
-      CudaSpaceOptions o;
-      o.device = gpu;
-      o.bank_bytes = c.device_chunk_size;
-      o.timeout_s = c.timeout_s;
-      o.ipc_cache_bytes = c.ipc_cache_size;
-      o.fused = c.device_fused;
-      st = without_exceptions("device engine setup", [&] { return create_cuda_space(topo.node_comm, o, &device_space); });
-      int good = ok(st) ? 1 : 0;
-      if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
-      if (!good) {
-        if (!ok(st) && st != Status::NotSupported)
-          GCOLL_WARN("device engine setup failed (%s); device buffers on this communicator are staged",
-                     status_name(st));
-        device_space.reset();
-        st = Status::NotSupported;
-      }
-    }
+    const Status st = create_device_space(gpu);
+    if (st == Status::ErrComm) return st;
     if (ok(st)) {
       device_state = DeviceState::Ready;
       device = gpu;
@@ -159,6 +223,7 @@ Status Engine::select_space(MemKind mem, int gpu) {
   space = device_space.get();
   work = space->work_area();
   chunk_bytes = space->capacity();
+  channel = device_rail.get();
   return Status::Ok;
 }
 
@@ -180,7 +245,15 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   // rendezvous, which only its own progress sends. Leave only when every rail peer is
   // done: then nobody waits for us. Small messages go eagerly and owe nothing. (The
   // condition is rank-uniform: the same size on every rank of the rail.)
-  if (ok(st) && rail && a.bytes() >= kRendezvousMinBytes) st = ucx::progress_barrier(topo.rail_comm, timeout_s);
+  if (a.mem == MemKind::Device && topo.num_nodes > 1) {
+    // Device calls across nodes end with an agreement of the whole communicator on the
+    // outcome: a rank whose part failed (a device error on its GPU) makes the call fail on
+    // every rank instead of leaving other nodes with a result that lacks its part. It
+    // progresses UCX while it waits, as the barrier below does.
+    st = ucx::progress_agree(comm, st, timeout_s);
+  } else if (ok(st) && rail && a.bytes() >= kRendezvousMinBytes) {
+    st = ucx::progress_barrier(topo.rail_comm, timeout_s);
+  }
   rec->algo = algorithm_index(algo);
   rec->inter_steps = call_steps;
   rec->intra = space->bytes_published - intra0;
@@ -191,7 +264,17 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   return st;
 }
 
-Engine::~Engine() = default;
+const char *device_net_name(Engine::DeviceNet w) {
+  switch (w) {
+    case Engine::DeviceNet::Direct: return "direct";
+    case Engine::DeviceNet::Pipelined: return "pipelined";
+    case Engine::DeviceNet::None: break;
+  }
+  return "none";
+}
+
+// The device rail goes first: it may be a view of the UCX group that `rail` owns.
+Engine::~Engine() { device_rail.reset(); }
 
 void engine_shutdown() { ucx::finalize(); }
 

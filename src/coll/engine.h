@@ -21,6 +21,9 @@ class MemSpace;  // mem/memspace.h: algorithms include it, src/pmpi does not nee
 namespace net {
 class Channel;  // net/channel.h: the rails' transport
 }
+namespace ucx {
+class Group;  // net/transport.h: the UCX group under the rail's channel
+}
 
 // Where a call's buffers live, agreed by all ranks before the call moves anything.
 enum class MemKind { Host, Device };
@@ -48,6 +51,13 @@ struct Engine {
   MemSpace *space = nullptr;               // the current call's (host_space or device_space)
   char *work = nullptr;                    // the current call's private scratch (4 x capacity)
   std::unique_ptr<net::Channel> rail;  // my rail (UCX), when there are several nodes and I have one
+  ucx::Group *rail_group = nullptr;    // the UCX group under `rail`
+  // Device calls across nodes: my rail for device memory (created with the device space;
+  // the way, direct or pipelined, agreed by every rank: GCOLL_DEVICE_NET), over the same
+  // UCX group as `rail`.
+  std::unique_ptr<net::Channel> device_rail;
+  enum class DeviceNet { None, Direct, Pipelined } device_net = DeviceNet::None;
+  net::Channel *channel = nullptr;   // the current call's rail channel (rail or device_rail)
   std::size_t chunk_bytes = 0;       // pipeline chunk (<= space->capacity())
   double timeout_s = 0;
   std::uint32_t seq = 0;             // chunks run on this communicator (tags)
@@ -58,7 +68,17 @@ struct Engine {
 
  private:
   Status select_space(MemKind mem, int gpu);
+  Status create_device_space(int gpu);
 };
+
+// What the engine says about the device path across nodes of one communicator (gcoll_info,
+// logs): "direct (...)" / "pipelined (...)", with the reason.
+const char *device_net_name(Engine::DeviceNet w);
+// This process's vote on the way across nodes for device memory (GCOLL_DEVICE_NET, and
+// under auto whether its UCX reports CUDA memory support; initialises UCX for that):
+// true for direct; *why says why (static text). The engine agrees on it over the
+// communicator (any pipelined vote wins).
+bool device_net_vote(const char **why);
 
 // Arguments of one call, already validated and mapped from MPI handles.
 struct CollArgs {

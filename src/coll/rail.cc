@@ -29,22 +29,37 @@ void count_step(Rail &r) {
   if (r.steps) ++*r.steps;
 }
 
+// Before a network step: the work queued on the call's memory space is complete (device:
+// a reduction or copy into a buffer about to be sent, or out of one about to be received
+// into, may still be in flight on the space's stream).
+Status settle(const Rail &r) { return r.space ? r.space->settle() : Status::Ok; }
+
+// dst = src inside the call's memory (device memory through the space).
+Status local_copy(const Rail &r, void *dst, const void *src, std::size_t bytes) {
+  if (r.space) return r.space->copy(dst, src, bytes);
+  if (bytes && dst != src) std::memcpy(dst, src, bytes);
+  return Status::Ok;
+}
+
 Status exchange(Rail &r, int dst, const void *s, std::size_t sb, int src, void *d, std::size_t db, int step) {
   count_step(r);
-  return r.channel->sendrecv(dst, s, sb, src, d, db, r.tag(step), r.timeout_s);
+  const Status st = settle(r);
+  return ok(st) ? r.channel->sendrecv(dst, s, sb, src, d, db, r.tag(step), r.timeout_s) : st;
 }
 
 Status send_only(Rail &r, int dst, const void *s, std::size_t sb, int step) {
   count_step(r);
   net::Request req;
-  Status st = r.channel->isend(dst, s, sb, r.tag(step), &req);
+  Status st = settle(r);
+  if (ok(st)) st = r.channel->isend(dst, s, sb, r.tag(step), &req);
   return ok(st) ? r.channel->wait(&req, 1, r.timeout_s) : st;
 }
 
 Status recv_only(Rail &r, int src, void *d, std::size_t db, int step) {
   count_step(r);
   net::Request req;
-  Status st = r.channel->irecv(src, d, db, r.tag(step), &req);
+  Status st = settle(r);
+  if (ok(st)) st = r.channel->irecv(src, d, db, r.tag(step), &req);
   return ok(st) ? r.channel->wait(&req, 1, r.timeout_s) : st;
 }
 
@@ -145,7 +160,8 @@ Status RailAllreduce::post() {
   count_step(r_);
   req_[0] = net::Request{};
   req_[1] = net::Request{};
-  Status st = Status::Ok;
+  Status st = settle(r_);  // the previous step's reduction into s.sbuf, out of s.rbuf
+  if (!ok(st)) return st;
   if (s.src >= 0) st = r_.channel->irecv(s.src, s.rbuf, s.rbytes, r_.tag(s.tag), &req_[1]);
   if (ok(st) && s.dst >= 0) st = r_.channel->isend(s.dst, s.sbuf, s.sbytes, r_.tag(s.tag), &req_[0]);
   if (!ok(st)) {
@@ -251,7 +267,8 @@ Status rail_allgatherv_bruck(Rail &r, const std::vector<std::size_t> &sizes, voi
     roff[i + 1] = roff[i] + sizes[(me + i) % n];
     off[i + 1] = off[i] + sizes[i];
   }
-  std::memcpy(tmp, at(out, off[me]), sizes[me]);
+  Status st = local_copy(r, tmp, at(out, off[me]), sizes[me]);
+  if (!ok(st)) return st;
   int step = 0;
   for (int dist = 1; dist < n; dist <<= 1, ++step) {
     const int cnt = dist < n - dist ? dist : n - dist;
@@ -259,15 +276,15 @@ Status rail_allgatherv_bruck(Rail &r, const std::vector<std::size_t> &sizes, voi
     // I send my relative [0, cnt); src's relative [0, cnt) is my relative [dist, dist + cnt).
     std::size_t sbytes = roff[cnt];
     std::size_t rbytes = roff[dist + cnt] - roff[dist];
-    Status st = exchange(r, dst, tmp, sbytes, src, at(tmp, roff[dist]), rbytes, step);
+    st = exchange(r, dst, tmp, sbytes, src, at(tmp, roff[dist]), rbytes, step);
     if (!ok(st)) return st;
   }
   // Back to node order.
-  for (int i = 1; i < n; ++i) {
+  for (int i = 1; ok(st) && i < n; ++i) {
     const int node = (me + i) % n;
-    std::memcpy(at(out, off[node]), at(tmp, roff[i]), sizes[node]);
+    st = local_copy(r, at(out, off[node]), at(tmp, roff[i]), sizes[node]);
   }
-  return Status::Ok;
+  return st;
 }
 
 }  // namespace gcoll

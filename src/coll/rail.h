@@ -16,13 +16,14 @@
 namespace gcoll {
 
 struct Rail {
-  net::Channel *channel;  // the rail's ranks
-  // Reductions of received data. nullptr: the buffers are host memory and the rail calls
-  // the host kernels (host_reduce) itself. The engine passes its call's memory space (the
-  // one place that knows where the buffers live); the in-process tests pass nullptr, so
-  // that they need neither a node memory space nor a stub of one: host buffers are all a
-  // rail sees today (its scratch is host memory), and host_reduce is what the host space's
-  // reduce() runs.
+  // The rail's ranks. For a device call, a channel that takes device memory (the
+  // engine's device_rail: UCX on CUDA memory, or pipelined through pinned host memory).
+  net::Channel *channel;
+  // The call's memory space: local copies and the reductions of received data run there,
+  // and every network step first settles it (MemSpace::settle: its queued work done).
+  // nullptr: the buffers are host memory and the rail uses memcpy and the host kernels
+  // (host_reduce) itself (the in-process tests pass nullptr, so that they need neither a
+  // node memory space nor a stub of one).
   MemSpace *space;
   std::uint32_t seq;      // call number: tags never match another call's messages
   double timeout_s;

@@ -1152,6 +1152,11 @@ int pointer_kind(const void *p) {
 
 void set_delay_for_testing(int max_us) { g_delay_override.store(max_us < 0 ? -1 : max_us, std::memory_order_relaxed); }
 
+void *transport_view(const void *p, std::size_t bytes) {
+  Translated t;
+  return state().registry.translate(p, bytes, &t) ? t.addr : nullptr;
+}
+
 }  // namespace emu
 }  // namespace cuda
 }  // namespace gcoll

@@ -50,6 +50,11 @@ int pointer_kind(const void *p);
 // Largest random delay of a queued operation, in microseconds, for operations queued from
 // now on; overrides config().emu_delay_us (-1 restores it).
 void set_delay_for_testing(int max_us);
+// The address at which a transport with "GPUDirect" access reaches [p, p + bytes): the
+// shadow of device memory (an IPC mapping's too), p itself for memory the emulation did
+// not allocate or host kinds (so nullptr for nullptr); nullptr (message in the runtime's
+// last_error) when the range runs past its allocation.
+void *transport_view(const void *p, std::size_t bytes);
 
 }  // namespace emu
 }  // namespace cuda

@@ -236,6 +236,14 @@ class CudaSpace final : public MemSpace {
     return st;
   }
 
+  // Without while_waiting: the rails settle from inside it (RailAllreduce::advance).
+  Status settle() override {
+    if (!enqueued_ && ok(pending_)) return Status::Ok;
+    const Status st = failed_if(drain(false));
+    enqueued_ = false;
+    return st;
+  }
+
   // My part failed: the peers learn it at my next sync of this call (sync() marks it in
   // the flags' segment), or from my next fused op, which posts a failure.
   void mark_failed() override { failed_ = true; }
@@ -451,7 +459,7 @@ class CudaSpace final : public MemSpace {
   // Waits until everything enqueued on my stream is done: polls an event, pausing by the
   // wait policy (src/base/wait.h: spin, then yield or sleep, so that ranks sharing a GPU
   // and cores let each other run), with the caller's overlap work in between.
-  Status drain() {
+  Status drain(bool overlap = true) {
     DeviceScope d(opt_.device);
     Status st = pending_;
     pending_ = Status::Ok;
@@ -461,7 +469,7 @@ class CudaSpace final : public MemSpace {
       st = cuda_status(rt().event_query(done_, &done), "device work of a collective");
       if (!ok(st)) return st;
       if (done) return Status::Ok;
-      if (while_waiting) st = while_waiting();
+      if (overlap && while_waiting) st = while_waiting();
     }
     return st;
   }

@@ -11,14 +11,14 @@ namespace gcoll {
 
 class DeviceScope {
  public:
-  explicit DeviceScope(int dev) {
-    cuda::Runtime &r = cuda::runtime();
+  // `r`: the runtime of the device (the process's, or one a test hands in).
+  explicit DeviceScope(int dev, cuda::Runtime &r = cuda::runtime()) : rt_(r) {
     prev_ = r.current_device();
     status_ = r.set_device(dev);
     set_ = dev;
   }
   ~DeviceScope() {
-    if (prev_ >= 0 && prev_ != set_) cuda::runtime().set_device(prev_);
+    if (prev_ >= 0 && prev_ != set_) rt_.set_device(prev_);
   }
   DeviceScope(const DeviceScope &) = delete;
   DeviceScope &operator=(const DeviceScope &) = delete;
@@ -26,6 +26,7 @@ class DeviceScope {
   Status status() const { return status_; }
 
  private:
+  cuda::Runtime &rt_;
   int prev_ = -1, set_ = -1;
   Status status_ = Status::Ok;
 };

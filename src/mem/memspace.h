@@ -83,6 +83,12 @@ class MemSpace {
   virtual void begin_call() {}
   virtual Status finish() { return Status::Ok; }
 
+  // Waits until the work this rank queued on the space is complete (device: its stream),
+  // so that what it wrote may be read, and what it reads may be overwritten, by something
+  // outside the space: the rails call it before every network step on the call's memory
+  // (net/device_channel.h). Never runs while_waiting. Host: nothing is ever queued.
+  virtual Status settle() { return Status::Ok; }
+
   // This rank's part of the current call failed (a device error, a peer's buffer it could
   // not map). Every rank's next sync() of the call, and each one after, returns
   // ErrInternal, so that no rank returns a result that lacks this rank's part: an error

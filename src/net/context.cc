@@ -267,22 +267,45 @@ bool supports_cuda_memory() {
 
 unsigned progress() { return progress_once(); }
 
-Status progress_barrier(MPI_Comm comm, double timeout_s) {
-  MPI_Request r = MPI_REQUEST_NULL;
-  if (PMPI_Ibarrier(comm, &r) != MPI_SUCCESS) return Status::ErrInternal;
+namespace {
+
+// Polls r to completion, progressing the worker in between (base/wait.h between polls).
+Status progress_wait(MPI_Request *r, double timeout_s, const char *what) {
   const double t0 = now_s();
   WaitPolicy wp;  // base/wait.h (GCOLL_WAIT)
   for (;;) {
     int flag = 0;
-    if (PMPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return Status::ErrInternal;
+    if (PMPI_Test(r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return Status::ErrInternal;
     if (flag) return Status::Ok;
     if (progress_once() == 0) wp.pause();
     else wp.reset();
     if (timeout_s > 0 && now_s() - t0 > timeout_s) {
-      GCOLL_WARN("ucx: barrier did not complete in %.3f s", timeout_s);
+      GCOLL_WARN("ucx: %s did not complete in %.3f s", what, timeout_s);
       return Status::ErrTransport;
     }
   }
+}
+
+}  // namespace
+
+Status progress_barrier(MPI_Comm comm, double timeout_s) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (PMPI_Ibarrier(comm, &r) != MPI_SUCCESS) return Status::ErrInternal;
+  return progress_wait(&r, timeout_s, "barrier");
+}
+
+Status progress_agree(MPI_Comm comm, Status mine, double timeout_s) {
+  int in = mine == Status::Ok ? 1 : 0, out = 0;
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (PMPI_Iallreduce(&in, &out, 1, MPI_INT, MPI_MIN, comm, &r) != MPI_SUCCESS) return Status::ErrInternal;
+  const Status st = progress_wait(&r, timeout_s, "agreement on the outcome of a collective");
+  if (mine != Status::Ok) return mine;
+  if (st != Status::Ok) return st;
+  if (!out) {
+    GCOLL_WARN("ucx: another rank's part of the collective failed; it fails here too");
+    return Status::ErrInternal;
+  }
+  return Status::Ok;
 }
 
 }  // namespace gcoll::ucx

@@ -174,18 +174,19 @@ std::uint64_t Group::make_tag(int src, std::uint32_t tag) const {
 
 // ---- GroupChannel ----------------------------------------------------------------------
 
-GroupChannel::GroupChannel(std::unique_ptr<Group> group) : group_(std::move(group)) {}
+GroupChannel::GroupChannel(std::unique_ptr<Group> group) : owned_(std::move(group)), group_(owned_.get()) {}
+GroupChannel::GroupChannel(Group &group, Memory mem) : group_(&group), mem_(mem) {}
 GroupChannel::~GroupChannel() = default;
 
 int GroupChannel::rank() const { return group_->rank(); }
 int GroupChannel::size() const { return group_->size(); }
 
 Status GroupChannel::isend(int peer, const void *buf, std::size_t bytes, std::uint32_t tag, Request *req) {
-  return group_->isend(peer, buf, bytes, tag, req);
+  return group_->isend(peer, buf, bytes, tag, req, mem_);
 }
 
 Status GroupChannel::irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, Request *req) {
-  return group_->irecv(peer, buf, bytes, tag, req);
+  return group_->irecv(peer, buf, bytes, tag, req, mem_);
 }
 
 Status GroupChannel::test(Request *reqs, int n, bool *all_done) {

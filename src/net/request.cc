@@ -47,8 +47,16 @@ const char *kind_name(const Request &r) {
     }                                                                                 \
   } while (0)
 
+// UCX's memory type of a buffer of `mem` (set explicitly: no detection per message). A
+// 0-byte message travels from a host dummy.
+static void set_memory(ucp_request_param_t *prm, Memory mem, std::size_t bytes) {
+  if (mem != Memory::Cuda || bytes == 0) return;
+  prm->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  prm->memory_type = UCS_MEMORY_TYPE_CUDA;
+}
+
 Status Group::isend(int peer, const void *buf, std::size_t bytes, std::uint32_t tag,
-                    Request *req) {
+                    Request *req, Memory mem) {
   if (req == nullptr) return Status::ErrArg;
   *req = Request{};
   req->owner = this;
@@ -65,6 +73,7 @@ Status Group::isend(int peer, const void *buf, std::size_t bytes, std::uint32_t 
   static const char dummy = 0;
   const void *b = bytes ? buf : &dummy;
   ucp_request_param_t prm{};
+  set_memory(&prm, mem, bytes);
   void *sp;
   {
     PeerGuard pg(e);
@@ -96,7 +105,7 @@ Status Group::isend(int peer, const void *buf, std::size_t bytes, std::uint32_t 
   return Status::Ok;
 }
 
-Status Group::irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, Request *req) {
+Status Group::irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, Request *req, Memory mem) {
   if (req == nullptr) return Status::ErrArg;
   *req = Request{};
   req->owner = this;
@@ -128,6 +137,7 @@ Status Group::irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, R
   // info.length stayed 0 for a 4-byte message): always get a request and test it.
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   prm.recv_info.tag_info = &info;
+  set_memory(&prm, mem, bytes);
   void *rp;
   {
     WorkerGuard g;

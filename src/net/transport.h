@@ -86,8 +86,17 @@ unsigned progress();
 // completed after timeout_s (its MPI request is then left behind: a barrier cannot be
 // cancelled, and the communicator is to be considered broken).
 Status progress_barrier(MPI_Comm comm, double timeout_s);
+// The same with an agreement on an outcome: every rank of comm passes its own status;
+// returns it where it is not Ok, else ErrInternal when another rank's was not (logged
+// once), else Ok (PMPI_Iallreduce, MPI_MIN, polled with the worker's progress).
+Status progress_agree(MPI_Comm comm, Status mine, double timeout_s);
 
 class Group;
+
+// What the buffers of a group's messages are: host memory, or CUDA device memory (only
+// where supports_cuda_memory(): UCX then reads and writes it itself, through its CUDA
+// transports, GPUDirect RDMA where the NIC allows).
+enum class Memory { Host, Cuda };
 
 // One nonblocking operation (net/channel.h; Request::owner is the Group that made it).
 // Every request that isend()/irecv() returned Ok for must be passed to wait() (or
@@ -119,8 +128,11 @@ class Group {
   // match a message of exactly `bytes` bytes (a longer or shorter message fails the
   // request with ErrInternal: the ranks disagree on the schedule). On an immediate
   // failure the request is left done with that status and the error is returned.
-  Status isend(int peer, const void *buf, std::size_t bytes, std::uint32_t tag, Request *req);
-  Status irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, Request *req);
+  // `mem` tells UCX what the buffer is (Memory::Cuda: device memory, no detection).
+  Status isend(int peer, const void *buf, std::size_t bytes, std::uint32_t tag, Request *req,
+               Memory mem = Memory::Host);
+  Status irecv(int peer, void *buf, std::size_t bytes, std::uint32_t tag, Request *req,
+               Memory mem = Memory::Host);
   // Progresses the worker until all n requests are done. The requests may belong to any
   // group. Returns Ok, or the first failure: ErrTransport (peer unreachable/lost, request
   // failed, or nothing completed for timeout_s seconds; 0 = no timeout), ErrInternal
@@ -168,11 +180,14 @@ class Group {
   friend struct GroupAccess;
 };
 
-// A group as a net::Channel (owns it): isend/irecv/wait are the group's, test() is one
-// progress() then Group::test(), cancel() is Group::cancel().
+// A group as a net::Channel: isend/irecv/wait are the group's, test() is one progress()
+// then Group::test(), cancel() is Group::cancel(). Either owns its group, or is a second
+// view of a group owned by another channel, for buffers of another kind of memory (the
+// engine's device calls across nodes with UCX on CUDA memory: Memory::Cuda).
 class GroupChannel final : public net::Channel {
  public:
   explicit GroupChannel(std::unique_ptr<Group> group);
+  GroupChannel(Group &group, Memory mem);  // not owned: `group` must outlive this
   ~GroupChannel() override;
   Group &group() { return *group_; }
 
@@ -186,7 +201,9 @@ class GroupChannel final : public net::Channel {
   std::uint64_t bytes_sent() const override;
 
  private:
-  std::unique_ptr<Group> group_;
+  std::unique_ptr<Group> owned_;
+  Group *group_;
+  Memory mem_ = Memory::Host;
 };
 
 }  // namespace gcoll::ucx

@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "coll/engine.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
 
@@ -39,6 +40,14 @@ int print_info(FILE *out) {
   }
   for (const auto &m : pc.messages) rc |= fprintf(out, "warning: %s\n", m.c_str()) < 0;
   rc |= fprintf(out, "\n%s", describe_algorithms(pc.config.tune).c_str()) < 0;
+  if (pc.config.enable && pc.config.cuda) {
+    const char *why = "";
+    const bool direct = device_net_vote(&why);
+    rc |= fprintf(out, "\ndevice buffers across nodes (GCOLL_DEVICE_NET): %s in this process (%s); the ranks of a "
+                       "communicator agree at its first device call\n",
+                  direct ? "direct" : "pipelined", why) < 0;
+    engine_shutdown();
+  }
   return rc ? -1 : 0;
 }
 
