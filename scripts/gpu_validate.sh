@@ -833,6 +833,18 @@ do_bench() {
   run_step bench-allreduce-8B python3 "$cmp" --bench osu_allreduce --np "$np" --device cuda \
     --build-dir "$BUILD" --reps "$reps" --timeout 600 --out "$OUTDIR/bench/allreduce-cuda-np$np-8B" \
     -- -m 8:8 -T mpi_float -i "$lat_iters" -x "$lat_warm" -f || worse 2
+  # Across nodes (issue 13): the same ranks as 2 x 2 virtual nodes (GCOLL_RANKS_PER_NODE=2),
+  # 8 B .. 64 MiB, the pipelined way, and the direct one where this run's UCX supports CUDA
+  # memory (GCOLL_VALIDATE_UCX=cuda). Targets: 64 MiB pipelined >= 10x the staged MPI,
+  # direct within 2x of the one-node sweep above; no size slower than the staged MPI.
+  local net nets=pipelined
+  [ "$UCX_MODE" = cuda ] && nets="pipelined direct"
+  for net in $nets; do
+    run_step "bench-allreduce-vnodes2-$net" python3 "$cmp" --bench osu_allreduce --np "$np" --device cuda \
+      --build-dir "$BUILD" --reps "$reps" --timeout 1200 --env GCOLL_RANKS_PER_NODE=2 --env "GCOLL_DEVICE_NET=$net" \
+      --out "$OUTDIR/bench/allreduce-cuda-np$np-vnodes2-$net" \
+      -- -m "8:67108864" -T mpi_float -i "$iters" -x "$warm" -f || worse 2
+  done
   log "benchmark tables, CSV and plots under $OUTDIR/bench"
   return 0
 }

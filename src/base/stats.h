@@ -26,8 +26,13 @@ constexpr int kMaxAlgos = 32;                            // engine algorithms, b
 // What the library itself costs, whatever the collective (the JSON's "library" object):
 //   HiddenMpi:      MPI calls gcoll makes on its own inside an intercepted call: the
 //                   memory-kind agreements and the one-time agreement of their settings
-//                   per communicator (src/pmpi/memory.cc). Not counted: the engine's
-//                   one-time setup of a communicator (topology, segment, UCX group);
+//                   per communicator (src/pmpi/memory.cc); the engine's agreements on a
+//                   communicator (its settings and setup, once; the device space's setup,
+//                   once) and the completion of its calls between nodes (a barrier on the
+//                   rail for calls >= 1 KiB, an agreement over the communicator for device
+//                   calls: one per call, coll/engine.cc). Not counted: the MPI calls inside
+//                   building the topology, the node segment and the UCX group (once per
+//                   communicator: splits, address exchange);
 //   Agreements:     memory-kind agreements among them (src/pmpi/memory.cc);
 //   PointerQueries: driver pointer queries (cuPointerGetAttributes, or the emulated
 //                   GPU's registry lookup) made to classify a buffer;

@@ -31,6 +31,10 @@ long long schedule_fingerprint() {
   return static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffffffULL);
 }
 
+// One MPI call the engine makes on its own on the application's communicator (stats:
+// hidden_mpi_calls).
+void hidden_mpi_call() { process_stats().count(Counter::HiddenMpi); }
+
 // Local allocations of a collective setup fail here, as a status, so that the rank still
 // takes part in the agreement that follows (an exception would leave its peers waiting).
 template <class F>
@@ -95,6 +99,7 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out
   }
   // Agree on the settings first: a mismatch would make ranks run different schedules.
   long long fp[2] = {schedule_fingerprint(), -schedule_fingerprint()};
+  hidden_mpi_call();
   if (PMPI_Allreduce(MPI_IN_PLACE, fp, 2, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) return Status::ErrComm;
   if (fp[0] != -fp[1]) {
     GCOLL_WARN("GCOLL_* engine settings differ between the ranks of a communicator; it uses the MPI's collectives");
@@ -104,9 +109,12 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out
   std::unique_ptr<Engine> e;
   const Status st = without_exceptions("engine setup", [&] { return build(comm, &e); });
   int good = ok(st) ? 1 : 0;
+  hidden_mpi_call();
   if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
   if (!good) {
-    if (!ok(st)) GCOLL_WARN("engine setup failed (%s); this communicator uses the MPI's collectives", status_name(st));
+    // (ErrNoMem: said already, by what could not be had, once per node)
+    if (!ok(st) && st != Status::ErrNoMem)
+      GCOLL_WARN("engine setup failed (%s); this communicator uses the MPI's collectives", status_name(st));
     state_ = State::Unavailable;
     return Status::NotSupported;
   }
@@ -171,6 +179,7 @@ Status Engine::create_device_space(int gpu) {
     direct_ok = device_net_vote(&why) ? 1 : 0;
   }
   int v[2] = {ok(st) ? 1 : 0, direct_ok};
+  hidden_mpi_call();
   if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
   if (!v[0]) {
     if (!ok(st) && st != Status::NotSupported)
@@ -250,8 +259,10 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
     // outcome: a rank whose part failed (a device error on its GPU) makes the call fail on
     // every rank instead of leaving other nodes with a result that lacks its part. It
     // progresses UCX while it waits, as the barrier below does.
+    hidden_mpi_call();
     st = ucx::progress_agree(comm, st, timeout_s);
   } else if (ok(st) && rail && a.bytes() >= kRendezvousMinBytes) {
+    hidden_mpi_call();
     st = ucx::progress_barrier(topo.rail_comm, timeout_s);
   }
   rec->algo = algorithm_index(algo);

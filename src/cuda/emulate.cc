@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -553,6 +554,17 @@ int allocate(void **p, std::size_t bytes, int kind) {
     base = mmap(nullptr, r.map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) {
       set_error("emulated GPU: allocating %zu bytes failed: %s", bytes, std::strerror(errno));
+      return GCOLL_EMU_ERR_NOMEM;
+    }
+    // Pinned memory is page-locked, as cudaHostAlloc's is: under a memlock limit
+    // (RLIMIT_MEMLOCK without CAP_IPC_LOCK, as in containers) it cannot be had.
+    if (kind == GCOLL_EMU_MEM_PINNED && mlock(base, r.map_len) != 0) {
+      const int err = errno;
+      rlimit lim{};
+      getrlimit(RLIMIT_MEMLOCK, &lim);
+      set_error("emulated GPU: pinning %zu bytes failed: %s (RLIMIT_MEMLOCK %llu bytes)", bytes, std::strerror(err),
+                static_cast<unsigned long long>(lim.rlim_cur));
+      munmap(base, r.map_len);
       return GCOLL_EMU_ERR_NOMEM;
     }
   }

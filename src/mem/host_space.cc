@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -164,8 +165,23 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
     std::snprintf(name, sizeof name, "/gcoll.%d.%u.%08x", static_cast<int>(getpid()), g_segment_counter++,
                   static_cast<unsigned>(nonce));
     const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      GCOLL_WARN("shared memory segment %s of %zu bytes: %s", name, bytes, std::strerror(errno));
+    int err = fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno : 0;
+    // tmpfs gives pages on first touch: a segment larger than what /dev/shm has left (a
+    // container's default is 64 MiB) would map fine and then kill the rank with SIGBUS.
+    // Reserve the pages now, so that a full /dev/shm is a setup failure instead.
+    if (!err) {
+      const int fa = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+      if (fa != 0 && fa != EOPNOTSUPP && fa != EINVAL) err = fa;  // (a file system without it: as before)
+    }
+    if (err) {
+      struct statvfs vfs {};
+      const bool known = statvfs("/dev/shm", &vfs) == 0;
+      GCOLL_WARN("the node's shared memory segment (%zu bytes: 2 banks of GCOLL_CHUNK_SIZE for each of %d ranks, plus "
+                 "flags) cannot be had in /dev/shm (%s; %s%llu bytes free there): this communicator uses the MPI's "
+                 "collectives on every rank. Give the job more shared memory (e.g. docker run --shm-size) or set a "
+                 "smaller GCOLL_CHUNK_SIZE",
+                 bytes, n, std::strerror(err), known ? "" : "unknown, ",
+                 known ? static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize : 0ULL);
       if (fd >= 0) {
         close(fd);
         shm_unlink(name);

@@ -5,12 +5,23 @@
 
 #include <cstddef>
 
+#include "base/status.h"
+
 #include "cuda/runtime.h"
 
 namespace gcoll::pinned {
 
-// A pinned host buffer of at least `bytes` (a pooled one when one fits), or nullptr when
-// the runtime cannot allocate one (warned). Thread-safe.
+// Host memory to stage device data through: pinned (the runtime's malloc_host) where it
+// can be had, else pageable memory, which the runtime's copies accept too, more slowly (the
+// driver stages them itself): a memlock limit (containers) or exhausted pinned memory must
+// cost speed, not the call. The first fallback of the process is warned, once. *pinned
+// tells which it is; give it back with free_host(rt, p, *pinned). ErrNoMem when neither
+// can be had.
+Status alloc_host(cuda::Runtime &rt, std::size_t bytes, void **p, bool *pinned);
+void free_host(cuda::Runtime &rt, void *p, bool pinned);
+
+// A staging buffer of at least `bytes` (a pooled one when one fits; from alloc_host, so
+// pinned where it can be had), or nullptr when none can be allocated (warned). Thread-safe.
 void *get(std::size_t bytes);
 // Returns a buffer from get() to the pool (at most 1 GiB stays idle; the smallest idle
 // buffers are freed first).

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/wait.h"
 #include "mem/device_scope.h"
+#include "mem/pinned.h"
 
 namespace gcoll::net {
 
@@ -110,7 +111,8 @@ StagedChannel::~StagedChannel() {
     rt_.stream_destroy(s);
   }
   for (cuda::Event e : free_events_) rt_.event_destroy(e);
-  for (void *b : free_blocks_) rt_.free_host(b);
+  for (void *b : free_blocks_)
+    pinned::free_host(rt_, b, std::find(pageable_.begin(), pageable_.end(), b) == pageable_.end());
   if (free_blocks_.size() != blocks_ || free_events_.size() != events_)
     GCOLL_WARN("staged channel: %zu of %zu pinned blocks still held by requests at destruction",
                blocks_ - free_blocks_.size(), blocks_);
@@ -232,11 +234,14 @@ Status StagedChannel::take_block(void **block) {
     free_blocks_.reserve(blocks_ + 1);
     return Status::Ok;
   });
-  if (ok(st)) st = rt_.malloc_host(block, o_.piece_bytes);
-  if (!ok(st)) {
-    GCOLL_WARN("staged channel: cannot allocate a %zu-byte pinned block: %s", o_.piece_bytes, rt_.last_error());
-    return st;
-  }
+  bool pinned = true;
+  if (ok(st)) st = guarded("staged channel: a pageable block", [&] {
+    pageable_.reserve(blocks_ + 1);
+    return Status::Ok;
+  });
+  if (ok(st)) st = pinned::alloc_host(rt_, o_.piece_bytes, block, &pinned);  // warns itself
+  if (!ok(st)) return st;
+  if (!pinned) pageable_.push_back(*block);
   ++blocks_;
   return Status::Ok;
 }

@@ -108,6 +108,7 @@ class StagedChannel final : public Channel {
   bool ready_ = false;
   std::vector<StagedOp *> active_;  // requests still moving, in posting order
   std::vector<void *> free_blocks_;
+  std::vector<void *> pageable_;  // blocks that could not be pinned (pinned::alloc_host)
   std::vector<cuda::Event> free_events_;
   std::size_t blocks_ = 0, events_ = 0;  // allocated so far
 };
