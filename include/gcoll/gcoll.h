@@ -38,6 +38,13 @@ int gcoll_live_comm_states(void);
  * and diagnostics. */
 long long gcoll_library_counter(const char *name);
 
+/* Shared-memory segments left in /dev/shm by jobs killed while they set up a
+ * communicator (every other segment is unlinked at once): removes those whose creator is
+ * not alive on this machine and that are older than a minute (dry_run != 0: only lists
+ * them), one line each on `out` (may be NULL). Returns how many, or -1 when /dev/shm
+ * cannot be read. `gcoll_info --cleanup` calls it. */
+int gcoll_cleanup_segments(FILE *out, int dry_run);
+
 #ifdef __cplusplus
 }
 #endif

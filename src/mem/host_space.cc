@@ -1,18 +1,23 @@
 #include "mem/host_space.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <string>
 
 #include "base/log.h"
 #include "base/wait.h"
@@ -130,6 +135,8 @@ class HostSpace final : public MemSpace {
 };
 
 std::atomic<unsigned> g_segment_counter{0};
+// Segment names: /dev/shm/gcoll.<creator pid>.<counter>.<random> (cleanup_segments parses them).
+constexpr const char *kSegmentPrefix = "gcoll.";
 
 }  // namespace
 
@@ -162,7 +169,7 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
     std::uint32_t nonce = 0;
     if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof nonce))
       nonce = static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::snprintf(name, sizeof name, "/gcoll.%d.%u.%08x", static_cast<int>(getpid()), g_segment_counter++,
+    std::snprintf(name, sizeof name, "/%s%d.%u.%08x", kSegmentPrefix, static_cast<int>(getpid()), g_segment_counter++,
                   static_cast<unsigned>(nonce));
     const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     int err = fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno : 0;
@@ -220,6 +227,35 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
   }
   out->reset(new HostSpace(lr, n, opt, base, bytes));
   return Status::Ok;
+}
+
+int cleanup_segments(double min_age_s, bool dry_run, std::FILE *out) {
+  DIR *d = opendir("/dev/shm");
+  if (!d) return -1;
+  const std::size_t plen = std::strlen(kSegmentPrefix);
+  const time_t now = time(nullptr);
+  int n = 0;
+  while (const dirent *e = readdir(d)) {
+    if (std::strncmp(e->d_name, kSegmentPrefix, plen) != 0) continue;
+    char *end = nullptr;
+    const long pid = std::strtol(e->d_name + plen, &end, 10);
+    if (end == e->d_name + plen || *end != '.' || pid <= 0) continue;  // not one of ours
+    const bool alive = kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+    const std::string path = std::string("/dev/shm/") + e->d_name;
+    struct stat sb {};
+    if (stat(path.c_str(), &sb) != 0) continue;
+    const double age = difftime(now, sb.st_mtime);
+    if (alive || age < min_age_s) continue;
+    const bool removed = dry_run || shm_unlink((std::string("/") + e->d_name).c_str()) == 0;
+    if (out)
+      std::fprintf(out, "%s %s (%lld bytes, creator pid %ld not alive, %.0f s old)%s%s\n",
+                   dry_run ? "would remove" : removed ? "removed" : "could not remove", path.c_str(),
+                   static_cast<long long>(sb.st_size), pid, age, removed ? "" : ": ",
+                   removed ? "" : std::strerror(errno));
+    if (removed) ++n;
+  }
+  closedir(d);
+  return n;
 }
 
 }  // namespace gcoll
