@@ -55,4 +55,6 @@ void log_exception(const char *what) noexcept {
   log_write(LogLevel::Warn, "%s: unexpected C++ exception (%s)", what, text);
 }
 
+void log_out_of_memory(const char *what) noexcept { log_write(LogLevel::Warn, "%s: out of memory", what); }
+
 }  // namespace gcoll

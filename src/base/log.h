@@ -2,8 +2,10 @@
 #pragma once
 
 #include <atomic>
+#include <new>
 
 #include "base/config.h"
+#include "base/status.h"
 
 namespace gcoll {
 
@@ -23,6 +25,25 @@ void log_write(LogLevel level, const char *fmt, ...) __attribute__((format(print
 // From a catch block: logs "<what>: unexpected C++ exception (<its what()>)" as a warning.
 // Never throws.
 void log_exception(const char *what) noexcept;
+
+// "<what>: out of memory" as a warning (the caller turns it into ErrNoMem).
+void log_out_of_memory(const char *what) noexcept;
+
+// Runs f (which returns a Status) so that no exception leaves it: std::bad_alloc becomes
+// ErrNoMem, anything else ErrInternal, each logged with `what`. For code where a throw
+// would skip an agreement or leave a request half made (collective setups, channels).
+template <class F>
+Status without_exceptions(const char *what, F &&f) noexcept {
+  try {
+    return f();
+  } catch (const std::bad_alloc &) {
+    log_out_of_memory(what);
+    return Status::ErrNoMem;
+  } catch (...) {
+    log_exception(what);
+    return Status::ErrInternal;
+  }
+}
 
 }  // namespace gcoll
 

@@ -35,20 +35,9 @@ long long schedule_fingerprint() {
 // hidden_mpi_calls).
 void hidden_mpi_call() { process_stats().count(Counter::HiddenMpi); }
 
-// Local allocations of a collective setup fail here, as a status, so that the rank still
-// takes part in the agreement that follows (an exception would leave its peers waiting).
-template <class F>
-Status without_exceptions(const char *what, F &&f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc &) {
-    GCOLL_WARN("%s: out of memory", what);
-    return Status::ErrNoMem;
-  } catch (...) {
-    log_exception(what);
-    return Status::ErrInternal;
-  }
-}
+// Local allocations of a collective setup fail as a status (without_exceptions,
+// base/log.h), so that the rank still takes part in the agreement that follows (an
+// exception would leave its peers waiting).
 
 Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
   auto e = std::make_unique<Engine>();

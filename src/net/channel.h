@@ -37,6 +37,39 @@ struct Request {
   Status status = Status::Ok;  // final status once done
 };
 
+// For implementations whose Request::handle points to an operation object of their own
+// (a class with `bool done` and `Status status`, allocated with new): ends request r with
+// its operation's outcome and deletes the operation.
+template <class Op>
+void end_request(Request *r, Op *op) {
+  r->status = op->status;
+  r->done = true;
+  r->handle = nullptr;
+  delete op;
+}
+
+// The same for n requests: ends those whose operation is done (counted in *completed when
+// not null), tells whether all n are done, and returns the first failure among them.
+template <class Op>
+Status end_done_requests(Request *reqs, int n, bool *all_done, int *completed) {
+  Status first = Status::Ok;
+  *all_done = true;
+  for (int i = 0; i < n; ++i) {
+    Request &r = reqs[i];
+    if (!r.done) {
+      auto *op = static_cast<Op *>(r.handle);
+      if (!op->done) {
+        *all_done = false;
+        continue;
+      }
+      end_request(&r, op);
+      if (completed) ++*completed;
+    }
+    if (ok(first) && !ok(r.status)) first = r.status;
+  }
+  return first;
+}
+
 class Channel {
  public:
   virtual ~Channel() = default;

@@ -18,20 +18,6 @@ double now_s() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-// Runs f, turning an exception (the inner channel may allocate) into a Status.
-template <class F>
-Status guarded(const char *what, F &&f) noexcept {
-  try {
-    return f();
-  } catch (const std::bad_alloc &) {
-    GCOLL_WARN("staged channel: out of memory in %s", what);
-    return Status::ErrNoMem;
-  } catch (...) {
-    log_exception(what);
-    return Status::ErrInternal;
-  }
-}
-
 const char *kind_name(Request::Kind k) { return k == Request::Kind::Send ? "send to" : "receive from"; }
 
 }  // namespace
@@ -77,17 +63,6 @@ struct StagedOp {
     return false;
   }
 };
-
-namespace {
-
-void finish(Request *r, StagedOp *op) {
-  r->status = op->status;
-  r->done = true;
-  r->handle = nullptr;
-  delete op;
-}
-
-}  // namespace
 
 // ---- StagedChannel ----------------------------------------------------------------
 
@@ -179,7 +154,7 @@ Status StagedChannel::post(Request::Kind kind, int peer, void *buf, std::size_t 
     return req->status;
   }
   StagedOp *op = nullptr;
-  const Status st = guarded("staged channel: posting a request", [&] {
+  const Status st = without_exceptions("staged channel: posting a request", [&] {
     op = new StagedOp;
     op->kind = kind;
     op->peer = peer;
@@ -206,7 +181,7 @@ Status StagedChannel::post(Request::Kind kind, int peer, void *buf, std::size_t 
   bool moved = false;
   progress_all(&moved);
   if (op->done) {
-    finish(req, op);
+    end_request(req, op);
     return req->status;
   }
   return Status::Ok;
@@ -230,15 +205,12 @@ Status StagedChannel::take_block(void **block) {
     return Status::Ok;
   }
   // Room for every block in the free list, so that giving one back cannot fail.
-  Status st = guarded("staged channel: pooling a block", [&] {
+  Status st = without_exceptions("staged channel: pooling a block", [&] {
     free_blocks_.reserve(blocks_ + 1);
-    return Status::Ok;
-  });
-  bool pinned = true;
-  if (ok(st)) st = guarded("staged channel: a pageable block", [&] {
     pageable_.reserve(blocks_ + 1);
     return Status::Ok;
   });
+  bool pinned = true;
   if (ok(st)) st = pinned::alloc_host(rt_, o_.piece_bytes, block, &pinned);  // warns itself
   if (!ok(st)) return st;
   if (!pinned) pageable_.push_back(*block);
@@ -252,7 +224,7 @@ Status StagedChannel::take_event(cuda::Event *ev) {
     free_events_.pop_back();
     return Status::Ok;
   }
-  Status st = guarded("staged channel: pooling an event", [&] {
+  Status st = without_exceptions("staged channel: pooling an event", [&] {
     free_events_.reserve(events_ + 1);
     return Status::Ok;
   });
@@ -280,7 +252,7 @@ void StagedChannel::release(StagedOp *op) {
 Status StagedChannel::abandon(StagedOp *op, Status why) {
   Status result = Status::Ok;
   if (op->on_wire()) {
-    result = guarded("staged channel: cancelling", [&] {
+    result = without_exceptions("staged channel: cancelling", [&] {
       return inner_->cancel(op->wire.data(), static_cast<int>(op->wire.size()));
     });
   }
@@ -306,7 +278,7 @@ Status StagedChannel::step_send(StagedOp *op, bool *moved) {
   // Pieces sent: their blocks take the next pieces.
   if (op->on_wire()) {
     bool all = false;
-    const Status st = guarded("staged channel: test", [&] { return inner_->test(op->wire.data(), n, &all); });
+    const Status st = without_exceptions("staged channel: test", [&] { return inner_->test(op->wire.data(), n, &all); });
     if (!ok(st)) return st;
     for (int i = 0; i < n; ++i) {
       if (op->slots[i].state != State::Wire || !op->wire[i].done) continue;
@@ -333,7 +305,7 @@ Status StagedChannel::step_send(StagedOp *op, bool *moved) {
     }
     const std::size_t len = op->length(k);
     Request *w = &op->wire[k % op->slots.size()];
-    const Status st = guarded("staged channel: isend", [&] {
+    const Status st = without_exceptions("staged channel: isend", [&] {
       return inner_->isend(op->peer, len ? s.block : op->buf, len, op->tag, w);
     });
     if (!ok(st)) return st;
@@ -377,7 +349,7 @@ Status StagedChannel::step_recv(StagedOp *op, bool *moved) {
   // Pieces received: block -> device.
   if (op->on_wire()) {
     bool all = false;
-    Status st = guarded("staged channel: test", [&] { return inner_->test(op->wire.data(), n, &all); });
+    Status st = without_exceptions("staged channel: test", [&] { return inner_->test(op->wire.data(), n, &all); });
     if (!ok(st)) return st;
     for (int i = 0; i < n; ++i) {
       StagedOp::Slot &s = op->slots[i];
@@ -430,7 +402,7 @@ Status StagedChannel::step_recv(StagedOp *op, bool *moved) {
       if (!ok(st)) return st;
     }
     Request *w = &op->wire[k % op->slots.size()];
-    const Status st = guarded("staged channel: irecv", [&] {
+    const Status st = without_exceptions("staged channel: irecv", [&] {
       return inner_->irecv(op->peer, len ? s.block : op->buf, len, op->tag, w);
     });
     if (!ok(st)) return st;
@@ -475,26 +447,6 @@ void StagedChannel::drop_finished() {
                 active_.end());
 }
 
-// Finishes the requests whose operation is done; the first failure among all n.
-Status StagedChannel::poll(Request *reqs, int n, bool *all_done, int *completed) {
-  Status first = Status::Ok;
-  *all_done = true;
-  for (int i = 0; i < n; ++i) {
-    Request &r = reqs[i];
-    if (!r.done) {
-      auto *op = static_cast<StagedOp *>(r.handle);
-      if (!op->done) {
-        *all_done = false;
-        continue;
-      }
-      finish(&r, op);
-      ++*completed;
-    }
-    if (ok(first) && !ok(r.status)) first = r.status;
-  }
-  return first;
-}
-
 Status StagedChannel::test(Request *reqs, int n, bool *all_done) {
   *all_done = true;
   if (n <= 0) return Status::Ok;
@@ -503,7 +455,7 @@ Status StagedChannel::test(Request *reqs, int n, bool *all_done) {
   bool moved = false;
   int completed = 0;
   progress_all(&moved);
-  const Status first = poll(reqs, n, all_done, &completed);
+  const Status first = end_done_requests<StagedOp>(reqs, n, all_done, &completed);
   if (!ok(first)) {
     cancel(reqs, n);
     *all_done = true;
@@ -521,7 +473,7 @@ Status StagedChannel::wait(Request *reqs, int n, double timeout_s) {
     bool moved = false, all_done = false;
     int completed = 0;
     progress_all(&moved);
-    const Status first = poll(reqs, n, &all_done, &completed);
+    const Status first = end_done_requests<StagedOp>(reqs, n, &all_done, &completed);
     if (all_done) return first;
     if (!ok(first)) {  // a failure: the rest is cancelled
       cancel(reqs, n);
@@ -562,7 +514,7 @@ Status StagedChannel::cancel(Request *reqs, int n) {
       const Status st = abandon(op, Status::ErrTransport);  // cancelled, as the inner channels report it
       if (ok(result) && !ok(st)) result = st;
     }
-    finish(&r, op);
+    end_request(&r, op);
   }
   drop_finished();
   return result;

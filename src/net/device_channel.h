@@ -99,7 +99,6 @@ class StagedChannel final : public Channel {
   Status abandon(StagedOp *op, Status why);
   void release(StagedOp *op);
   void drop_finished();
-  Status poll(Request *reqs, int n, bool *all_done, int *completed);
 
   Channel *inner_;
   cuda::Runtime &rt_;

@@ -141,7 +141,7 @@ class InProcEndpoint final : public Channel {
     Status first = Status::Ok;
     {
       std::lock_guard<std::mutex> lk(s_->mu);
-      first = poll_locked(reqs, n, all_done, nullptr);
+      first = end_done_requests<Op>(reqs, n, all_done, nullptr);
     }
     if (!ok(first)) {
       cancel(reqs, n);
@@ -157,7 +157,7 @@ class InProcEndpoint final : public Channel {
     for (;;) {
       bool all_done = false;
       int completed = 0;
-      first = poll_locked(reqs, n, &all_done, &completed);
+      first = end_done_requests<Op>(reqs, n, &all_done, &completed);
       if (all_done) return first;
       if (!ok(first)) break;  // a failed receive: the rest is cancelled, no grace period
       const double t = now_s();
@@ -193,7 +193,7 @@ class InProcEndpoint final : public Channel {
         op->status = Status::ErrTransport;  // cancelled, as UCX reports a cancelled request
         op->done = true;
       }
-      finish(&r, op);
+      end_request(&r, op);
     }
     s_->cv.notify_all();
     return Status::Ok;
@@ -222,33 +222,6 @@ class InProcEndpoint final : public Channel {
     req->done = false;
     *out = op;
     return Status::Ok;
-  }
-
-  static void finish(Request *r, Op *op) {
-    r->status = op->status;
-    r->done = true;
-    r->handle = nullptr;
-    delete op;
-  }
-
-  // Lock held. Finishes the requests whose operation is done; the first failure.
-  Status poll_locked(Request *reqs, int n, bool *all_done, int *completed) {
-    Status first = Status::Ok;
-    *all_done = true;
-    for (int i = 0; i < n; ++i) {
-      Request &r = reqs[i];
-      if (!r.done) {
-        auto *op = static_cast<Op *>(r.handle);
-        if (!op->done) {
-          *all_done = false;
-          continue;
-        }
-        finish(&r, op);
-        if (completed) ++*completed;
-      }
-      if (ok(first) && !ok(r.status)) first = r.status;
-    }
-    return first;
   }
 
   InProc::Shared *s_;
