@@ -514,9 +514,10 @@ Status StagedChannel::cancel(Request *reqs, int n) {
       const Status st = abandon(op, Status::ErrTransport);  // cancelled, as the inner channels report it
       if (ok(result) && !ok(st)) result = st;
     }
-    end_request(&r, op);
   }
-  drop_finished();
+  drop_finished();  // before the operations go: active_ must not hold a deleted one
+  for (int i = 0; i < n; ++i)
+    if (!reqs[i].done) end_request(&reqs[i], static_cast<StagedOp *>(reqs[i].handle));
   return result;
 }
 
