@@ -4,13 +4,15 @@
 #
 # Registers a CTest test that runs <exe> under mpirun with <n> ranks.
 # - Oversubscription is always allowed (CI has 2 cores) and running as root is allowed.
-# - ENV entries are exported to every rank with `-x VAR=VALUE`.
+# - ENV entries are exported to every rank with `-x VAR=VALUE` (Open MPI) or
+#   `-genv VAR VALUE` (MPICH's hydra): gcoll_mpiexec_env, cmake/GcollMpiFlavor.cmake.
 # - PRELOAD puts libgcoll.so under the program with `-x LD_PRELOAD=...`, exactly as a
 #   user would; use it for programs that do not link gcoll.
 # - Open MPI yields when idle (OMPI_MCA_mpi_yield_when_idle=1): `ctest -jN` runs several
 #   jobs on one machine, and Open MPI only yields by itself when ONE job has more ranks
 #   than cores; 4 jobs of 6-8 ranks on 16 cores then spun each other into the 240 s limit
-#   (issue 12: 117 s per test, 6.5 s with this setting).
+#   (issue 12: 117 s per test, 6.5 s with this setting). MPICH has no such setting: its
+#   tests preload mpi_tests/yield_shim.c instead (GCOLL_MPI_TEST_SHIM).
 # - TIMEOUT (default 300 s) is CTest's hard limit; tests should also have their own
 #   in-process watchdog so a hang fails with a message instead of a kill.
 # - LAUNCHER runs the whole mpirun command line as its last arguments (e.g. a script
@@ -20,13 +22,19 @@ function(gcoll_add_mpi_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  set(xargs)
-  foreach(kv IN LISTS T_ENV)
-    list(APPEND xargs -x "${kv}")
-  endforeach()
+  set(envs ${T_ENV})
+  set(preload)
   if(T_PRELOAD)
-    list(APPEND xargs -x "LD_PRELOAD=$<TARGET_FILE:gcoll>")
+    list(APPEND preload "$<TARGET_FILE:gcoll>")
   endif()
+  if(GCOLL_MPI_TEST_SHIM)  # mpi_tests/yield_shim.c, for MPIs whose waits never yield
+    list(APPEND preload "${GCOLL_MPI_TEST_SHIM}")
+  endif()
+  if(preload)
+    string(REPLACE ";" ":" preload "${preload}")
+    list(APPEND envs "LD_PRELOAD=${preload}")
+  endif()
+  gcoll_mpiexec_env(xargs ${envs})
   add_test(NAME ${T_NAME}
            COMMAND ${T_LAUNCHER} ${MPIEXEC_EXECUTABLE} ${GCOLL_MPIEXEC_FLAGS} -np ${T_NP} ${xargs} ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES

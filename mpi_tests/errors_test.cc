@@ -11,6 +11,7 @@
 //   - PMPI_Allgather on MPI_COMM_NULL crashes (segfault), so for that case only
 //     MPI_Allgather is called and MPI_ERR_COMM is expected;
 //   - PMPI_Allreduce/PMPI_Bcast on MPI_COMM_NULL return MPI_ERR_COMM (checked safe).
+// MPICH 4.0.2: PMPI_Allreduce with a negative count crashes (not called there).
 // The library may print a warning line for each bad call; that is expected.
 #include <algorithm>
 #include <cstring>
@@ -62,7 +63,20 @@ struct Row {
   bool call_pmpi = true;     // false where PMPI crashes
   int expected_class = -1;   // used when call_pmpi is false
   bool buffers_used = true;  // false for rows that pass NULL buffers
+  bool mpi_aborts = false;   // the MPI aborts on it and gcoll passes it on: not run
 };
+
+// MPICH 4.0.2 aborts (an assertion in its op code) on an allreduce with an op the
+// datatype does not define, on more than one rank, instead of returning MPI_ERR_OP (on
+// one rank nothing is reduced and it returns the error). gcoll passes such calls to the
+// MPI, as every bad call: with MPICH they are not made on larger communicators. Nor are
+// the other bad calls it aborts on (bcast with MPI_DATATYPE_NULL, ...): with MPICH,
+// BadArgumentsSameClassAsPmpi runs on one rank only (mpi_tests/CMakeLists.txt).
+#if defined(MPICH)
+constexpr bool kMpiAbortsOnBadPairs = true;
+#else
+constexpr bool kMpiAbortsOnBadPairs = false;
+#endif
 
 std::vector<Row> rows() {
   std::vector<Row> v;
@@ -70,9 +84,17 @@ std::vector<Row> rows() {
     v.push_back(Row{name, std::move(f)});
   };
   // ---- MPI_Allreduce ------------------------------------------------------------------
-  add("allreduce: negative count", [](Impl i, const Args &a) {
-    return allreduce(i)(a.send, a.recv, -1, MPI_INT, MPI_SUM, a.comm);
-  });
+  {
+    Row r{"allreduce: negative count", [](Impl i, const Args &a) {
+            return allreduce(i)(a.send, a.recv, -1, MPI_INT, MPI_SUM, a.comm);
+          }};
+#if defined(MPICH)
+    // MPICH 4.0.2's PMPI_Allreduce crashes on it (gcoll reports MPI_ERR_COUNT, as Open MPI).
+    r.call_pmpi = false;
+    r.expected_class = MPI_ERR_COUNT;
+#endif
+    v.push_back(r);
+  }
   add("allreduce: MPI_DATATYPE_NULL", [](Impl i, const Args &a) {
     return allreduce(i)(a.send, a.recv, 4, MPI_DATATYPE_NULL, MPI_SUM, a.comm);
   });
@@ -109,6 +131,7 @@ std::vector<Row> rows() {
     add(p.name, [&p](Impl i, const Args &a) {
       return allreduce(i)(a.send, a.recv, p.count, p.t, p.op, a.comm);
     });
+    v.back().mpi_aborts = kMpiAbortsOnBadPairs;
   }
   add("allreduce: uncommitted derived datatype", [](Impl i, const Args &a) {
     return allreduce(i)(a.send, a.recv, 2, a.uncommitted, MPI_SUM, a.comm);
@@ -276,9 +299,13 @@ TEST_F(ErrorsReturn, BadArgumentsSameClassAsPmpi) {
     ScopedComm c(k);  // MPI_ERRORS_RETURN set on it by make_comm
     for (const Row &row : rows()) {
       if (row.fixed_comm && k != CommKind::World) continue;
+      if (row.mpi_aborts && world_size() > 1) {
+        if (world_rank() == 0 && k == CommKind::World) printf("note: not run (the MPI aborts on it): %s\n", row.name);
+        continue;
+      }
       if (!row.call_pmpi && !gcoll_handles_calls()) {
         if (world_rank() == 0)
-          printf("note: not run (Open MPI's own MPI_Allgather would crash): %s\n", row.name);
+          printf("note: not run (the MPI's own call would crash): %s\n", row.name);
         continue;
       }
       ok = check_row(row, *c) && ok;
@@ -305,6 +332,10 @@ TEST_F(ErrorsReturn, AllreduceAcceptsWhatPmpiAccepts) {
         t.fill(in.data(), 1, world_rank(), next_seed(), op);
         std::vector<unsigned char> s1 = in, s2 = in;
         std::vector<unsigned char> r1 = patterned(t.extent), r2 = patterned(t.extent);
+        if (kMpiAbortsOnBadPairs && c->size > 1) {  // only the pairs the table says the MPI takes
+          const auto ok_ops = tested_ops(t);
+          if (std::find(ok_ops.begin(), ok_ops.end(), op) == ok_ops.end()) continue;
+        }
         int c1 = error_class(PMPI_Allreduce(s1.data(), r1.data(), count, t.type, op, c->comm));
         int c2 = error_class(MPI_Allreduce(s2.data(), r2.data(), count, t.type, op, c->comm));
         if (c1 != c2) {

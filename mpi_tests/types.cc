@@ -374,6 +374,32 @@ uint32_t standard_bits(Group g) {
   add(mpi, #mpi, Group::Pair, sizeof(Pair<V, I>), fill_pair<V, I>, cmp_pair<V, I>,           \
       fmt_pair<V, I>, 0, false)
 
+// The extra ops (beyond the standard's) this MPI accepts on t: those lists are Open MPI
+// 4.1's; another MPI (MPICH rejects MPI_MAX on MPI_BYTE) keeps only the ones its
+// PMPI_Reduce_local accepts. Errors return during the probe.
+uint32_t accepted_extras(MPI_Datatype t, Group g, uint32_t extra) {
+  const uint32_t asked = extra & ~standard_bits(g);
+  if (!asked) return extra;
+  MPI_Errhandler world_eh, self_eh;
+  PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world_eh);
+  PMPI_Comm_get_errhandler(MPI_COMM_SELF, &self_eh);
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  PMPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  const MPI_Op ops[12] = {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_LOR,
+                          MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR, MPI_MINLOC, MPI_MAXLOC};
+  uint32_t keep = extra & standard_bits(g);
+  for (int i = 0; i < 12; ++i) {
+    if (!(asked & (1u << i))) continue;
+    alignas(16) unsigned char in[64] = {0}, inout[64] = {0};
+    if (PMPI_Reduce_local(in, inout, 1, t, ops[i]) == MPI_SUCCESS) keep |= 1u << i;
+  }
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world_eh);
+  PMPI_Comm_set_errhandler(MPI_COMM_SELF, self_eh);
+  PMPI_Errhandler_free(&world_eh);
+  PMPI_Errhandler_free(&self_eh);
+  return keep;
+}
+
 std::vector<TypeDesc> build_types() {
   std::vector<TypeDesc> v;
   auto add = [&v](MPI_Datatype t, const char *name, Group g, size_t ext, FillFn f, CompareFn c,
@@ -384,7 +410,7 @@ std::vector<TypeDesc> build_types() {
     for (const auto &e : v)
       if (e.type == t) return;  // aliases (MPI_LONG_LONG_INT == MPI_LONG_LONG in Open MPI)
     v.push_back(TypeDesc{t, name, g, ext, f, c, fm, is_unsigned});
-    extras()[t] = extra;
+    extras()[t] = accepted_extras(t, g, extra);
   };
   // Open MPI accepts every integer op on MPI_CHAR and MPI_CHARACTER, all but MINLOC/MAXLOC
   // on MPI_BYTE, logical ops on the multi-language types and on INTEGER1/2/8.
@@ -432,10 +458,12 @@ std::vector<TypeDesc> build_types() {
   CPX_T(MPI_CXX_FLOAT_COMPLEX, float, Group::Complex);
   CPX_T(MPI_CXX_DOUBLE_COMPLEX, double, Group::Complex);
   CPX_T(MPI_CXX_LONG_DOUBLE_COMPLEX, long double, Group::Complex);
-#if defined(OPEN_MPI) && OMPI_HAVE_FORTRAN_INTEGER1 && OMPI_HAVE_FORTRAN_INTEGER2 && \
-    OMPI_HAVE_FORTRAN_INTEGER4 && OMPI_HAVE_FORTRAN_INTEGER8 && OMPI_HAVE_FORTRAN_REAL4 && \
-    OMPI_HAVE_FORTRAN_REAL8
-  // Fortran types (what gcoll's Fortran entry points see), gfortran sizes.
+#if (defined(OPEN_MPI) && OMPI_HAVE_FORTRAN_INTEGER1 && OMPI_HAVE_FORTRAN_INTEGER2 && \
+     OMPI_HAVE_FORTRAN_INTEGER4 && OMPI_HAVE_FORTRAN_INTEGER8 && OMPI_HAVE_FORTRAN_REAL4 && \
+     OMPI_HAVE_FORTRAN_REAL8) ||                                                          \
+    defined(MPICH)
+  // Fortran types (what gcoll's Fortran entry points see), gfortran sizes. (MPICH: types
+  // its Fortran support lacks have size 0 or are MPI_DATATYPE_NULL, and are skipped.)
   INT_T(MPI_CHARACTER, char, Group::Char, kAllInt);
   INT_T(MPI_INTEGER, int32_t, Group::FortranInteger, 0);
   INT_T(MPI_INTEGER1, int8_t, Group::FortranInteger, kLogical);
@@ -544,6 +572,14 @@ bool pmpi_unsigned_minmax_ok(MPI_Datatype t, size_t bytes) {
 }
 
 }  // namespace
+
+bool mpi_unsigned_minmax_wrong(const TypeDesc &t, MPI_Op op) {
+  if (!t.is_unsigned || (op != MPI_MAX && op != MPI_MIN) || t.extent > 8) return false;
+  static std::map<MPI_Datatype, bool> cache;
+  auto it = cache.find(t.type);
+  if (it == cache.end()) it = cache.emplace(t.type, !pmpi_unsigned_minmax_ok(t.type, t.extent)).first;
+  return it->second;
+}
 
 MPI_Datatype reference_type(const TypeDesc &t, MPI_Op op) {
   if (!t.is_unsigned || (op != MPI_MAX && op != MPI_MIN) || t.extent > 8) return t.type;

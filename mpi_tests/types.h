@@ -98,6 +98,9 @@ const std::vector<MPI_Op> &all_ops();
 // still PMPI's, on the same bytes; check_allreduce accepts either result (the MPI's
 // own, for calls gcoll hands to the MPI, or the correct one).
 MPI_Datatype reference_type(const TypeDesc &t, MPI_Op op);
+// True when the MPI's own MPI_MAX / MPI_MIN on unsigned type t compare as signed
+// (Open MPI 4.1 on some types, MPICH 4.0.2 on the 8-bit ones).
+bool mpi_unsigned_minmax_wrong(const TypeDesc &t, MPI_Op op);
 
 // Byte mask of one element: 0xff for bytes MPI transfers (from PMPI_Pack/Unpack of an
 // all-ones element into a zeroed one), 0 for holes (e.g. padding in MPI_DOUBLE_INT).

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   openmpi-bin libopenmpi-dev gfortran
+  mpich libmpich-dev
   libucx-dev libhwloc-dev
   googletest libgtest-dev
   python3 gnuplot-nox
@@ -25,6 +26,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "setup: all packages present"
+fi
+
+# Open MPI and MPICH side by side: the plain names (mpicc, mpirun) are Debian
+# alternatives, Open MPI's by priority. gcoll's builds use the suffixed names
+# (mpicc.openmpi, mpiexec.mpich: cmake/GcollMpiFlavor.cmake) and do not depend on them.
+if [ "$(readlink -f /usr/bin/mpirun 2>/dev/null)" != "$(readlink -f /usr/bin/mpirun.openmpi 2>/dev/null)" ]; then
+  echo "setup: note: mpirun is not Open MPI's ($(readlink -f /usr/bin/mpirun)); gcoll's builds do not use it"
 fi
 
 # The CUDA toolkit is optional (gcoll builds without it); use it when it is installed.

@@ -3,6 +3,7 @@
 
 Usage:
   gcoll_preload_check.py --mpiexec MPIRUN [--mpiexec-flags="--oversubscribe ..."]
+      [--env-style {x,genv}]
       --np N --lib /path/libgcoll.so --mode {stats,disabled}
       [--expect-calls allreduce=17,bcast=5,allgather=5] [--timeout S] [--keep]
       -- PROGRAM [ARGS...]
@@ -16,8 +17,9 @@ all ranks (gcoll's definition of `bytes`).
 
 The program runs as a user would run it:
   mpirun -np N -x LD_PRELOAD=<lib> -x GCOLL_STATS_FILE=<fresh path> [...] PROGRAM
-(LD_PRELOAD goes to the ranks with -x, never into mpirun's own environment; any
-LD_PRELOAD or GCOLL_* in the caller's environment is removed first).
+(LD_PRELOAD goes to the ranks with -x, or -genv VAR VALUE under MPICH's hydra,
+never into mpirun's own environment; any LD_PRELOAD or GCOLL_* in the caller's
+environment is removed first).
 
 Checks, mode stats (GCOLL_ENABLE left at its default, 1):
   * mpirun exit status 0, the program printed PASS and no FAIL;
@@ -58,6 +60,9 @@ def parse_args(argv):
     p.add_argument("--mpiexec-flags", default="",
                    help="extra mpirun flags, one shell-quoted string "
                         "(write --mpiexec-flags=--oversubscribe)")
+    p.add_argument("--env-style", choices=("x", "genv"), default="x",
+                   help="how the launcher exports variables to the ranks: -x VAR=VALUE "
+                        "(Open MPI, default) or -genv VAR VALUE (MPICH's hydra)")
     p.add_argument("--np", type=int, required=True, help="number of ranks")
     p.add_argument("--lib", required=True, help="path of libgcoll.so to preload")
     p.add_argument("--mode", choices=("stats", "disabled"), default="stats")
@@ -143,7 +148,11 @@ def main(argv):
     xenv += a.env
     cmd = [a.mpiexec] + shlex.split(a.mpiexec_flags) + ["-np", str(a.np)]
     for kv in xenv:
-        cmd += ["-x", kv]
+        if a.env_style == "genv":
+            var, _, value = kv.partition("=")
+            cmd += ["-genv", var, value]
+        else:
+            cmd += ["-x", kv]
     cmd += a.command
 
     print("gcoll_preload_check: mode=%s np=%d" % (a.mode, a.np))

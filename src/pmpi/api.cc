@@ -12,6 +12,7 @@
 #include "coll/engine.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
+#include "pmpi/mpi_flavor.h"
 
 #define GCOLL_EXPORT __attribute__((visibility("default")))
 
@@ -25,11 +26,18 @@ int print_info(FILE *out) {
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
   int len = 0;
   PMPI_Get_library_version(mpi, &len);  // allowed before MPI_Init
-  for (char *c = mpi; *c; ++c)
-    if (*c == '\n' || *c == ',') *c = *(c + 1) ? ' ' : '\0';
+  // The first line (MPICH's runs on with its whole configure line), commas as spaces.
+  for (char *c = mpi; *c; ++c) {
+    if (*c == '\n') {
+      *c = '\0';
+      break;
+    }
+    if (*c == ',' || *c == '\t') *c = ' ';
+  }
   rc |= fprintf(out, "build: %s, CUDA %s, UCX %s, hwloc %s\n", GCOLL_BUILD_TYPE, GCOLL_BUILD_CUDA, GCOLL_BUILD_UCX,
                 GCOLL_BUILD_HWLOC) < 0;
-  rc |= fprintf(out, "MPI library: %s\n", mpi) < 0;
+  rc |= fprintf(out, "MPI: built for %s %s (GCOLL_MPI); library: %s\n", flavor::built_for(), flavor::kBuiltVersion,
+                mpi) < 0;
   rc |= fprintf(out, "\nsettings (environment variables):\n") < 0;
   const auto &table = settings_table();
   for (size_t k = 0; k < table.size(); ++k) {

@@ -242,7 +242,12 @@ int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
   }
   return run(
       Coll::Allreduce, "MPI_Allreduce", comm, bufs, prepare,
-      [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); },
+      [&] {
+        // MPICH 4.0.2's PMPI_Allreduce crashes on a negative count (a memcpy of -4 bytes):
+        // reported here, with the class Open MPI gives it.
+        if (count < 0) return raise_error(comm, Status::ErrCount, "MPI_Allreduce", "negative count");
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+      },
       [&](StagedBuffers sb) { return staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm, sb); },
       [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });
 }

@@ -1,26 +1,125 @@
 // C entry points. The application's calls land here instead of in the MPI library.
+#include <dlfcn.h>
 #include <mpi.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+
 #include "pmpi/collectives.h"
+#include "pmpi/mpi_flavor.h"
 
 #define GCOLL_EXPORT __attribute__((visibility("default")))
+
+// Under another MPI (pmpi/mpi_flavor.h, the load check): the call goes on unchanged. The
+// pointer is loaded and jumped to before anything else, so the arguments reach the
+// process's MPI in the registers the caller used (its handles may be wider or narrower
+// than this build's).
+#define GCOLL_FORWARD(entry, type, ...)                                          \
+  if (void *next = gcoll::flavor::foreign(gcoll::flavor::entry)) return reinterpret_cast<type>(next)(__VA_ARGS__);
 
 extern "C" {
 
 GCOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                MPI_Comm comm) {
+  GCOLL_FORWARD(kAllreduce, decltype(&MPI_Allreduce), sendbuf, recvbuf, count, datatype, op, comm)
   return gcoll::allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 GCOLL_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  GCOLL_FORWARD(kBcast, decltype(&MPI_Bcast), buffer, count, datatype, root, comm)
   return gcoll::bcast(buffer, count, datatype, root, comm);
 }
 
 GCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  GCOLL_FORWARD(kAllgather, decltype(&MPI_Allgather), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
   return gcoll::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
-GCOLL_EXPORT int MPI_Finalize(void) { return gcoll::finalize(); }
+GCOLL_EXPORT int MPI_Finalize(void) {
+  GCOLL_FORWARD(kFinalize, decltype(&MPI_Finalize))
+  return gcoll::finalize();
+}
 
 }  // extern "C"
+
+// ---- the load check ---------------------------------------------------------------------
+namespace gcoll {
+namespace flavor {
+
+void *g_foreign[kEntries] = {};
+bool g_foreign_mpi = false;
+
+namespace {
+
+// Which of the MPIs gcoll knows the library at `path` is (kMpis index), or -1: looked up
+// in that library and its dependencies only (an application's copy relocation of a marker
+// does not count).
+int which_mpi(const char *path) {
+  void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return -1;
+  int found = -1;
+  for (int k = 0; k < static_cast<int>(sizeof kMpis / sizeof kMpis[0]) && found < 0; ++k)
+    if (dlsym(h, kMpis[k].marker)) found = k;
+  dlclose(h);
+  return found;
+}
+
+// Rank 0 of the job (by the launchers' variables), or a process started without one.
+bool first_rank() {
+  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *r = std::getenv(v)) return std::atoi(r) == 0;
+  return true;
+}
+
+__attribute__((constructor)) void load_check() {
+  // Another MPI gcoll knows in the process (gcoll never loads one itself): the program's.
+  int other = -1;
+  Dl_info other_info{};
+  for (int k = 0; k < static_cast<int>(sizeof kMpis / sizeof kMpis[0]); ++k) {
+    if (k == kBuiltFor) continue;
+    void *marker = dlsym(RTLD_DEFAULT, kMpis[k].marker);
+    if (marker && dladdr(marker, &other_info) && other_info.dli_fname) {
+      other = k;
+      break;
+    }
+  }
+  if (other < 0) return;
+  const char *path = other_info.dli_fname;
+  // Where the program's MPI calls go: the library its PMPI_Init comes from.
+  Dl_info init_info{};
+  void *init = dlsym(RTLD_DEFAULT, "PMPI_Init");
+  const bool bound_to_program_mpi =
+      init && dladdr(init, &init_info) && init_info.dli_fname && which_mpi(init_info.dli_fname) == other;
+  const bool print = first_rank();
+  if (!bound_to_program_mpi) {
+    if (print)
+      std::fprintf(stderr,
+                   "gcoll: this libgcoll.so was built for %s %s but the program runs under %s (%s), and the loader "
+                   "bound the program's MPI calls to %s: gcoll refuses to run (exit 1); use a libgcoll.so built "
+                   "for %s (GCOLL_MPI)\n",
+                   built_for(), kBuiltVersion, kMpis[other].name, path, built_for(), kMpis[other].name);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  static const char *const kNames[kEntries] = {"MPI_Allreduce", "MPI_Bcast",  "MPI_Allgather",  "MPI_Finalize",
+                                               "mpi_allreduce_", "mpi_bcast_", "mpi_allgather_", "mpi_finalize_"};
+  for (int e = 0; e < kEntries; ++e)  // C ones from the program's MPI, Fortran ones from the next library
+    g_foreign[e] = e < kFAllreduce ? (h ? dlsym(h, kNames[e]) : nullptr) : dlsym(RTLD_NEXT, kNames[e]);
+  // mpi_finalize_f08_ may pass a null ierror: forward every Fortran MPI_Finalize to the
+  // f08 binding when there is one (it takes both).
+  if (void *f08 = dlsym(RTLD_NEXT, "mpi_finalize_f08_")) g_foreign[kFFinalize] = f08;
+  g_foreign_mpi = true;
+  if (print)
+    std::fprintf(stderr,
+                 "gcoll: this libgcoll.so was built for %s %s but the program runs under %s (%s): gcoll stays out "
+                 "of the way (every call goes to the program's MPI unchanged; no stats)\n",
+                 built_for(), kBuiltVersion, kMpis[other].name, path);
+}
+
+}  // namespace
+
+}  // namespace flavor
+}  // namespace gcoll

@@ -1,5 +1,8 @@
-// Fortran entry points. Open MPI's Fortran bindings call PMPI_* directly, so a Fortran
-// application never reaches the C wrappers: define every spelling its bindings use.
+// Fortran entry points. Which ones gcoll defines depends on how the MPI's Fortran
+// bindings reach the C layer (pmpi/mpi_flavor.h):
+//
+// Open MPI (GCOLL_MPI_FORTRAN_ENTRY_POINTS): its Fortran bindings call PMPI_* directly, so
+// a Fortran application never reaches the C wrappers: define every spelling they use.
 //   mpif.h and `use mpi`:  mpi_x_, mpi_x__, mpi_x, MPI_X   (ierror required)
 //   `use mpi_f08`:         mpi_x_f08_                       (ierror OPTIONAL: may be NULL;
 //                          handles are TYPE(MPI_Comm) etc., whose only member is the
@@ -7,9 +10,37 @@
 // Buffers arrive as addresses; MPI_IN_PLACE and MPI_BOTTOM are the addresses of the
 // common blocks mpi_fortran_in_place / mpi_fortran_bottom, in whichever decoration the
 // MPI's Fortran compiler used (all are checked; absent ones are null weak symbols).
-#include <mpi.h>
+//
+// MPICH: its bindings call the C MPI_Allreduce / MPI_Bcast / MPI_Allgather / MPI_Finalize
+// (after mapping their own MPI_IN_PLACE), which gcoll's C entry points catch, except
+// `use mpi_f08`'s MPI_Finalize (mpi_finalize_f08_ calls PMPI_Finalize): gcoll defines
+// that one, so that the stats are written.
+#include "pmpi/mpi_flavor.h"
 
 #include "pmpi/collectives.h"
+
+namespace {
+
+void set_ierror(MPI_Fint *ierror, int rc) {
+  if (ierror) *ierror = static_cast<MPI_Fint>(rc);
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("hidden"))) void gcoll_f_finalize(MPI_Fint *ierror) {
+  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFFinalize))
+    return reinterpret_cast<decltype(&gcoll_f_finalize)>(next)(ierror);
+  set_ierror(ierror, gcoll::finalize());
+}
+
+#define GCOLL_FORTRAN_ALIAS(name, target, params) \
+  __attribute__((visibility("default"))) void name params __attribute__((alias(#target)));
+
+}  // extern "C"
+
+#if GCOLL_MPI_FORTRAN_ENTRY_POINTS
 
 extern "C" {
 extern int mpi_fortran_in_place_ __attribute__((weak));
@@ -37,10 +68,6 @@ void *f2c_buffer(void *p) {
   return p;
 }
 
-void set_ierror(MPI_Fint *ierror, int rc) {
-  if (ierror) *ierror = static_cast<MPI_Fint>(rc);
-}
-
 }  // namespace
 
 extern "C" {
@@ -48,29 +75,29 @@ extern "C" {
 __attribute__((visibility("hidden"))) void gcoll_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count,
                                                              MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
                                                              MPI_Fint *ierror) {
+  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFAllreduce))  // another MPI: every argument is a pointer
+    return reinterpret_cast<decltype(&gcoll_f_allreduce)>(next)(sendbuf, recvbuf, count, datatype, op, comm, ierror);
   set_ierror(ierror, gcoll::allreduce(f2c_buffer(sendbuf), f2c_buffer(recvbuf), *count, PMPI_Type_f2c(*datatype),
                                       PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
 }
 
 __attribute__((visibility("hidden"))) void gcoll_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype,
                                                          MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror) {
+  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFBcast))
+    return reinterpret_cast<decltype(&gcoll_f_bcast)>(next)(buffer, count, datatype, root, comm, ierror);
   set_ierror(ierror, gcoll::bcast(f2c_buffer(buffer), *count, PMPI_Type_f2c(*datatype), *root, PMPI_Comm_f2c(*comm)));
 }
 
 __attribute__((visibility("hidden"))) void gcoll_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
                                                              void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype,
                                                              MPI_Fint *comm, MPI_Fint *ierror) {
+  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFAllgather))
+    return reinterpret_cast<decltype(&gcoll_f_allgather)>(next)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                                recvtype, comm, ierror);
   set_ierror(ierror, gcoll::allgather(f2c_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
                                       f2c_buffer(recvbuf), *recvcount, PMPI_Type_f2c(*recvtype),
                                       PMPI_Comm_f2c(*comm)));
 }
-
-__attribute__((visibility("hidden"))) void gcoll_f_finalize(MPI_Fint *ierror) {
-  set_ierror(ierror, gcoll::finalize());
-}
-
-#define GCOLL_FORTRAN_ALIAS(name, target, params) \
-  __attribute__((visibility("default"))) void name params __attribute__((alias(#target)));
 
 #define GCOLL_FORTRAN_SPELLINGS(lower, upper, target, params) \
   GCOLL_FORTRAN_ALIAS(lower##_, target, params)               \
@@ -88,3 +115,11 @@ GCOLL_FORTRAN_SPELLINGS(mpi_allgather, MPI_ALLGATHER, gcoll_f_allgather,
 GCOLL_FORTRAN_SPELLINGS(mpi_finalize, MPI_FINALIZE, gcoll_f_finalize, (MPI_Fint *))
 
 }  // extern "C"
+
+#else  // MPICH
+
+extern "C" {
+GCOLL_FORTRAN_ALIAS(mpi_finalize_f08_, gcoll_f_finalize, (MPI_Fint *))
+}
+
+#endif  // GCOLL_MPI_FORTRAN_ENTRY_POINTS

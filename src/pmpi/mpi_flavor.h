@@ -1,0 +1,85 @@
+// Everything that differs between the MPIs gcoll builds for (one library per MPI, chosen
+// at configure time: -DGCOLL_MPI=openmpi|mpich, cmake/GcollMpiFlavor.cmake). The MPI is
+// told by the mpi.h compiled against; no other file in the tree tests which MPI it is.
+//
+// What differs:
+//   - Handles: Open MPI's are pointers to predefined objects, MPICH's are ints. The code
+//     only compares handles with the predefined ones (pmpi/mpi_types.cc builds its
+//     tables at run time), so both work unchanged.
+//   - How Fortran reaches the MPI. Open MPI's Fortran bindings (mpif.h, `use mpi`,
+//     `use mpi_f08`) call PMPI_* directly, so gcoll defines every Fortran spelling itself
+//     (pmpi/entry_fortran.cc, with Open MPI's MPI_IN_PLACE / MPI_BOTTOM common blocks).
+//     MPICH's libmpifort calls the C entry points (mpi_allreduce_ -> MPI_Allreduce, and
+//     `use mpi_f08`'s mpi_allreduce_f08ts_ -> MPI_Allreduce through its descriptor
+//     layer), after turning its own sentinels (MPIR_F_MPI_IN_PLACE, MPIR_F08_MPI_IN_PLACE)
+//     into MPI_IN_PLACE: gcoll's C entry points see these Fortran calls, and gcoll defines
+//     no Fortran symbol for them (that would bypass MPICH's sentinel handling). The
+//     exception: `use mpi_f08`'s mpi_finalize_f08_ calls PMPI_Finalize, so gcoll defines
+//     that one (else no stats file). Checked with objdump on Debian's MPICH 4.0.2
+//     libmpichfort.so.12 (docs/mpich.md).
+//     Missed under MPICH: the MPI-4 large-count calls (MPI_Allreduce_c, MPI_Bcast_c,
+//     MPI_Allgather_c), which `use mpi_f08` makes for INTEGER(MPI_COUNT_KIND) counts and
+//     C programs may make directly: gcoll does not define them (Open MPI 4.1 has none).
+//   - The loaded MPI: a symbol only that MPI's C library defines (kMpis), looked up in the
+//     library the process's PMPI_Init comes from, tells which MPI a process runs under
+//     (the load check, pmpi/entry_c.cc).
+#pragma once
+
+#include <mpi.h>
+
+#if defined(OPEN_MPI)
+#define GCOLL_MPI_FORTRAN_ENTRY_POINTS 1
+#elif defined(MPICH)
+#define GCOLL_MPI_FORTRAN_ENTRY_POINTS 0
+#else
+#error "gcoll builds for Open MPI or MPICH (GCOLL_MPI); this mpi.h is neither"
+#endif
+
+namespace gcoll {
+namespace flavor {
+
+// An MPI gcoll knows: its name and a symbol only its C library defines (looked up in
+// that library, pmpi/entry_c.cc).
+struct MpiId {
+  const char *name;
+  const char *marker;
+};
+inline constexpr MpiId kMpis[] = {
+    {"Open MPI", "ompi_mpi_init"},
+    {"MPICH", "MPII_Comm_get_attr"},
+};
+
+#if defined(OPEN_MPI)
+inline constexpr int kBuiltFor = 0;
+#define GCOLL_MPI_STR2(x) #x
+#define GCOLL_MPI_STR(x) GCOLL_MPI_STR2(x)
+inline constexpr const char kBuiltVersion[] =
+    GCOLL_MPI_STR(OMPI_MAJOR_VERSION) "." GCOLL_MPI_STR(OMPI_MINOR_VERSION) "." GCOLL_MPI_STR(OMPI_RELEASE_VERSION);
+#undef GCOLL_MPI_STR
+#undef GCOLL_MPI_STR2
+#else
+inline constexpr int kBuiltFor = 1;
+inline constexpr const char kBuiltVersion[] = MPICH_VERSION;
+#endif
+
+inline const char *built_for() { return kMpis[kBuiltFor].name; }
+
+// The load check (pmpi/entry_c.cc, at library load): when the process runs under another
+// MPI than the one gcoll was built for (a library built for Open MPI preloaded under an
+// MPICH program, or the reverse; gcoll's own dependencies then bring a second MPI in),
+// gcoll prints one line naming both and
+//   - stays out of the way when the program's MPI_Init / PMPI_Init are the program's MPI
+//     (C programs): every entry point hands its call, arguments untouched, to the same
+//     symbol of the program's MPI (`foreign(...)`), and gcoll itself never runs (no
+//     stats);
+//   - refuses (exit status 1, before MPI_Init) when the loader already bound the program's
+//     MPI calls to gcoll's MPI (Fortran programs whose C MPI library is only an indirect
+//     dependency): nothing can run correctly then.
+// foreign() is null when the process runs under gcoll's own MPI.
+enum Entry { kAllreduce, kBcast, kAllgather, kFinalize, kFAllreduce, kFBcast, kFAllgather, kFFinalize, kEntries };
+extern void *g_foreign[kEntries];
+extern bool g_foreign_mpi;
+inline void *foreign(Entry e) { return __builtin_expect(g_foreign_mpi, 0) ? g_foreign[e] : nullptr; }
+
+}  // namespace flavor
+}  // namespace gcoll
