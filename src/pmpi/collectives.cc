@@ -315,4 +315,10 @@ int finalize() {
   return PMPI_Finalize();
 }
 
+int count_passthrough(Coll coll, int rc, unsigned long long bytes) {
+  process_stats().record(coll, rc == MPI_SUCCESS ? Path::Passthrough : Path::Error,
+                         rc == MPI_SUCCESS ? bytes : 0);
+  return rc;
+}
+
 }  // namespace gcoll

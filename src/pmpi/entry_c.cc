@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
@@ -36,6 +37,51 @@ GCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype 
   GCOLL_FORWARD(kAllgather, decltype(&MPI_Allgather), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
   return gcoll::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
+
+// MPI-4 large counts (MPI_Count), where the MPI has them (MPICH 4; Open MPI 4.1 has
+// none): a count that fits an int takes gcoll's path like any other call (the MPI's own
+// int-count call behind it computes the same); a larger one goes to the MPI's large-count
+// call and is counted as passthrough, so that every call is seen and the stats add up.
+// (A device buffer of more than 2^31 elements therefore reaches the MPI as it is.) Not
+// forwarded by the load check: a library built for MPICH only meets another MPI that has
+// no such calls (Open MPI 4.1).
+#if GCOLL_MPI_LARGE_COUNT
+namespace {
+
+bool fits_int(MPI_Count n) { return n >= 0 && n <= INT_MAX; }
+
+unsigned long long type_bytes(MPI_Count count, MPI_Datatype t) {
+  MPI_Count sz = 0;
+  if (PMPI_Type_size_c(t, &sz) != MPI_SUCCESS || sz < 0 || count < 0) return 0;
+  return static_cast<unsigned long long>(count) * static_cast<unsigned long long>(sz);
+}
+
+}  // namespace
+
+GCOLL_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                 MPI_Op op, MPI_Comm comm) {
+  if (fits_int(count)) return gcoll::allreduce(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm);
+  return gcoll::count_passthrough(gcoll::Coll::Allreduce, PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm),
+                                  type_bytes(count, datatype));
+}
+
+GCOLL_EXPORT int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  if (fits_int(count)) return gcoll::bcast(buffer, static_cast<int>(count), datatype, root, comm);
+  return gcoll::count_passthrough(gcoll::Coll::Bcast, PMPI_Bcast_c(buffer, count, datatype, root, comm), type_bytes(count, datatype));
+}
+
+GCOLL_EXPORT int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  if (fits_int(sendcount) && fits_int(recvcount))
+    return gcoll::allgather(sendbuf, static_cast<int>(sendcount), sendtype, recvbuf, static_cast<int>(recvcount),
+                            recvtype, comm);
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  return gcoll::count_passthrough(
+      gcoll::Coll::Allgather, PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
+      type_bytes(recvcount, recvtype) * static_cast<unsigned long long>(n > 0 ? n : 0));
+}
+#endif
 
 GCOLL_EXPORT int MPI_Finalize(void) {
   GCOLL_FORWARD(kFinalize, decltype(&MPI_Finalize))

@@ -17,9 +17,11 @@
 //     exception: `use mpi_f08`'s mpi_finalize_f08_ calls PMPI_Finalize, so gcoll defines
 //     that one (else no stats file). Checked with objdump on Debian's MPICH 4.0.2
 //     libmpichfort.so.12 (docs/mpich.md).
-//     Missed under MPICH: the MPI-4 large-count calls (MPI_Allreduce_c, MPI_Bcast_c,
-//     MPI_Allgather_c), which `use mpi_f08` makes for INTEGER(MPI_COUNT_KIND) counts and
-//     C programs may make directly: gcoll does not define them (Open MPI 4.1 has none).
+//     The MPI-4 large-count calls (MPI_Allreduce_c, MPI_Bcast_c, MPI_Allgather_c), which
+//     `use mpi_f08` makes for INTEGER(MPI_COUNT_KIND) counts and C programs may make
+//     directly, are defined where the MPI has them (GCOLL_MPI_LARGE_COUNT: MPICH 4; Open
+//     MPI 4.1 has none): counts that fit an int take gcoll's path, larger ones go to the
+//     MPI and are counted as passthrough (entry_c.cc).
 //   - The loaded MPI: a symbol only that MPI's C library defines (kMpis), looked up in the
 //     library the process's PMPI_Init comes from, tells which MPI a process runs under
 //     (the load check, pmpi/entry_c.cc).
@@ -33,6 +35,12 @@
 #define GCOLL_MPI_FORTRAN_ENTRY_POINTS 0
 #else
 #error "gcoll builds for Open MPI or MPICH (GCOLL_MPI); this mpi.h is neither"
+#endif
+// The MPI-4 large-count calls (MPI_Allreduce_c, ...): MPI 4.0 and later (MPICH 4).
+#if MPI_VERSION >= 4
+#define GCOLL_MPI_LARGE_COUNT 1
+#else
+#define GCOLL_MPI_LARGE_COUNT 0
 #endif
 
 namespace gcoll {
