@@ -1,6 +1,7 @@
 // The engine's front door (engine.h): a communicator's engine, built collectively at its
 // first engine call (EngineSlot::get), and one call run from start to end (Engine::run),
 // its completion protocol included. src/pmpi sees only these two and the algorithm table.
+#include <atomic>
 #include <functional>
 #include <new>
 #include <string>
@@ -30,6 +31,9 @@ long long schedule_fingerprint() {
                         (c.host_engine ? "engine" : "mpi") + "|" + std::to_string(c.device_net_chunk);
   return static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffffffULL);
 }
+
+// engine_set_concurrent_threads (engine.h).
+std::atomic<bool> g_concurrent_threads{true};
 
 // One MPI call the engine makes on its own on the application's communicator (stats:
 // hidden_mpi_calls).
@@ -75,7 +79,8 @@ EngineSlot::EngineSlot() = default;
 EngineSlot::~EngineSlot() = default;
 
 Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (g_concurrent_threads.load(std::memory_order_relaxed)) lock.lock();
   if (state_ == State::Unavailable) return Status::NotSupported;
   if (state_ == State::Ready) {
     *out = engine_.get();
@@ -204,7 +209,8 @@ Status Engine::select_space(MemKind mem, int gpu) {
     channel = rail.get();
     return Status::Ok;
   }
-  std::lock_guard<std::mutex> lock(device_mu);
+  std::unique_lock<std::mutex> lock(device_mu, std::defer_lock);
+  if (g_concurrent_threads.load(std::memory_order_relaxed)) lock.lock();
   if (device_state == DeviceState::Untried) {
     const Status st = create_device_space(gpu);
     if (st == Status::ErrComm) return st;
@@ -277,5 +283,7 @@ const char *device_net_name(Engine::DeviceNet w) {
 Engine::~Engine() { device_rail.reset(); }
 
 void engine_shutdown() { ucx::finalize(); }
+
+void engine_set_concurrent_threads(bool concurrent) { g_concurrent_threads.store(concurrent); }
 
 }  // namespace gcoll

@@ -143,4 +143,10 @@ class EngineSlot {
 // Inside MPI_Finalize, after every communicator's engine is gone: the transport.
 void engine_shutdown();
 
+// Whether several threads may call into the engine at once (MPI_THREAD_MULTIPLE; told
+// once at start-up, before any engine call). Only then do EngineSlot::get and the device
+// space's creation lock per call; at lower thread levels the MPI already serialises every
+// call, and the engine takes no lock it does not need. Default: true (safe).
+void engine_set_concurrent_threads(bool concurrent);
+
 }  // namespace gcoll

@@ -88,6 +88,11 @@ bool init_slow() {
     return false;
   }
   g_host_engine = pc.config.host_engine;
+  // Only under MPI_THREAD_MULTIPLE may two threads be inside gcoll at once: below that the
+  // engine takes no lock per call (coll/engine.h).
+  int level = MPI_THREAD_SINGLE;
+  if (PMPI_Query_thread(&level) != MPI_SUCCESS) level = MPI_THREAD_MULTIPLE;  // (unknown: assume the worst)
+  engine_set_concurrent_threads(level == MPI_THREAD_MULTIPLE);
   GCOLL_INFO("gcoll %s active", GCOLL_VERSION_STRING);
   g_mode.store(static_cast<int>(Mode::Active), std::memory_order_release);
   return true;
