@@ -325,7 +325,9 @@ ParsedConfig parse_config(const EnvList &env) {
 }
 
 const char *foreign_env(const char *name) {
-  static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "OMPI_MCA_mpi_yield_when_idle"};
+  static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "OMPI_MCA_mpi_yield_when_idle",
+                                       // the launchers' rank, before MPI_Init (pmpi/entry_c.cc, the load check)
+                                       "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
   for (const char *k : kKnown)
     if (std::strcmp(k, name) == 0) return std::getenv(name);
   return nullptr;

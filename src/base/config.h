@@ -77,7 +77,9 @@ inline const Config &config() { return process_config().config; }
 // Other software's environment variables that gcoll reads as facts, not as its own
 // settings (which live only in the table above): UCX_MM_ERROR_HANDLING (a user's choice
 // wins over the one gcoll makes for its UCX context, src/net/context.cc) and
-// OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc).
+// OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc), and the
+// launchers' rank variables OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK (who prints the load
+// check's line before MPI_Init, pmpi/entry_c.cc).
 // The value, or nullptr when unset or when `name` is not one of those: every read of the
 // environment goes through this file.
 const char *foreign_env(const char *name);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <initializer_list>
 
+#include "base/config.h"
 #include "pmpi/collectives.h"
 #include "pmpi/mpi_flavor.h"
 
@@ -115,7 +116,7 @@ int which_mpi(const char *path) {
 // Rank 0 of the job (by the launchers' variables), or a process started without one.
 bool first_rank() {
   for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-    if (const char *r = std::getenv(v)) return std::atoi(r) == 0;
+    if (const char *r = foreign_env(v)) return std::atoi(r) == 0;
   return true;
 }
 
