@@ -1,10 +1,18 @@
-/* gpu_api: the CUDA runtime or gcoll's emulated GPU behind one interface. See gpu_api.h. */
+/* gpu_api: the CUDA runtime or gcoll's emulated GPU behind one interface. See gpu_api.h.
+ *
+ * Compiled with GPU_API_NO_CUDA (gcoll built without CUDA: mpi_tests/gpu/CMakeLists.txt),
+ * the CUDA branch is left out and nothing needs cudart: the emulated GPU is the only one
+ * (GCOLL_CUDA=emulate); otherwise there is no device (gpu_have_cuda() is 0,
+ * gpu_device_count fails with GPU_API_ERR_NO_CUDA) and the programs skip, as they do
+ * without a GPU. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #endif
 #include "gpu_api.h"
 
+#ifndef GPU_API_NO_CUDA
 #include <cuda_runtime.h>
+#endif
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -74,27 +82,56 @@ int gpu_emulated(void) {
   return g_emulated;
 }
 
+#ifdef GPU_API_NO_CUDA
+int gpu_have_cuda(void) { return 0; }
+
+const char *gpu_mode_name(void) {
+  return gpu_emulated() ? "emulated GPU (GCOLL_CUDA=emulate)" : "no CUDA (built without it)";
+}
+
+const char *gpu_error_string(int err) {
+  if (gpu_emulated()) return emu.error_string(err);
+  if (err == GPU_API_ERR_NO_CUDA)
+    return "built without CUDA: the only GPU is the emulated one (GCOLL_CUDA=emulate)";
+  return err == 0 ? "success" : "unknown gpu_api error code";
+}
+#else
+int gpu_have_cuda(void) { return 1; }
+
 const char *gpu_mode_name(void) { return gpu_emulated() ? "emulated GPU (GCOLL_CUDA=emulate)" : "CUDA"; }
 
 const char *gpu_error_string(int err) {
   return gpu_emulated() ? emu.error_string(err) : cudaGetErrorString((cudaError_t)err);
 }
+#endif
 
 /* ---- devices -------------------------------------------------------------------------- */
+/* Each function: the emulated GPU's call, else the CUDA runtime's, else (built without
+ * CUDA) GPU_API_ERR_NO_CUDA. */
 
 int gpu_device_count(int *n) {
   if (gpu_emulated()) {
     *n = emu.device_count();
     return GCOLL_EMU_OK;
   }
+#ifdef GPU_API_NO_CUDA
+  *n = 0;
+  return GPU_API_ERR_NO_CUDA;
+#else
   return (int)cudaGetDeviceCount(n);
+#endif
 }
 
 int gpu_set_device(int dev) {
   if (gpu_emulated()) return dev >= 0 && dev < emu.device_count() ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID;
+#ifdef GPU_API_NO_CUDA
+  (void)dev;
+  return GPU_API_ERR_NO_CUDA;
+#else
   cudaError_t e = cudaSetDevice(dev);
   if (e == cudaSuccess) e = cudaFree(NULL); /* the primary context, now */
   return (int)e;
+#endif
 }
 
 int gpu_get_device(int *dev) {
@@ -102,7 +139,11 @@ int gpu_get_device(int *dev) {
     *dev = 0; /* the emulated GPU is one device, current on every thread */
     return GCOLL_EMU_OK;
   }
+#ifdef GPU_API_NO_CUDA
+  return GPU_API_ERR_NO_CUDA;
+#else
   return (int)cudaGetDevice(dev);
+#endif
 }
 
 int gpu_device_name(int dev, char *buf, size_t len) {
@@ -110,12 +151,18 @@ int gpu_device_name(int dev, char *buf, size_t len) {
     snprintf(buf, len, "%s", gpu_mode_name());
     return dev == 0 ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID;
   }
+#ifdef GPU_API_NO_CUDA
+  snprintf(buf, len, "%s", gpu_mode_name());
+  return GPU_API_ERR_NO_CUDA;
+#else
   struct cudaDeviceProp p;
   cudaError_t e = cudaGetDeviceProperties(&p, dev);
   if (e == cudaSuccess) snprintf(buf, len, "%s", p.name);
   return (int)e;
+#endif
 }
 
+#ifndef GPU_API_NO_CUDA
 static const char *compute_mode_name(int m) {
   switch (m) {
     case cudaComputeModeDefault: return "default";
@@ -124,9 +171,13 @@ static const char *compute_mode_name(int m) {
     default: return "?";
   }
 }
+#endif
 
 int gpu_device_describe(int dev, char *buf, size_t len) {
   if (gpu_emulated()) return gpu_device_name(dev, buf, len);
+#ifdef GPU_API_NO_CUDA
+  return gpu_device_name(dev, buf, len);
+#else
   struct cudaDeviceProp p;
   cudaError_t e = cudaGetDeviceProperties(&p, dev);
   if (e != cudaSuccess) return (int)e;
@@ -135,10 +186,12 @@ int gpu_device_describe(int dev, char *buf, size_t len) {
   snprintf(buf, len, "%s, sm_%d%d, %.1f GiB, compute mode %s", p.name, p.major, p.minor,
            (double)p.totalGlobalMem / (1024.0 * 1024 * 1024), compute_mode_name(mode));
   return 0;
+#endif
 }
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
+#ifndef GPU_API_NO_CUDA
 /* The stream of the pool allocations: non-blocking, so that allocating and freeing
  * never wait on the legacy stream. Created at the first use; the programs allocate from
  * one thread. */
@@ -149,9 +202,14 @@ static cudaError_t async_stream(cudaStream_t *s) {
   *s = stream;
   return e;
 }
+#endif
 
 int gpu_malloc(void **p, size_t bytes, enum gpu_mem kind) {
   if (gpu_emulated()) return emu.malloc_(p, bytes, (int)kind);
+#ifdef GPU_API_NO_CUDA
+  (void)p, (void)bytes, (void)kind;
+  return GPU_API_ERR_NO_CUDA;
+#else
   cudaError_t e = cudaErrorInvalidValue;
   cudaStream_t s;
   switch (kind) {
@@ -165,10 +223,15 @@ int gpu_malloc(void **p, size_t bytes, enum gpu_mem kind) {
     case GPU_MEM_PINNED: e = cudaMallocHost(p, bytes); break;
   }
   return (int)e;
+#endif
 }
 
 int gpu_free(void *p, enum gpu_mem kind) {
   if (gpu_emulated()) return emu.free_(p);
+#ifdef GPU_API_NO_CUDA
+  (void)p, (void)kind;
+  return GPU_API_ERR_NO_CUDA;
+#else
   cudaError_t e = cudaErrorInvalidValue;
   cudaStream_t s;
   switch (kind) {
@@ -182,26 +245,45 @@ int gpu_free(void *p, enum gpu_mem kind) {
     case GPU_MEM_PINNED: e = cudaFreeHost(p); break;
   }
   return (int)e;
+#endif
 }
 
 int gpu_memcpy(void *dst, const void *src, size_t bytes) {
   if (gpu_emulated()) return emu.memcpy_(dst, src, bytes);
+#ifdef GPU_API_NO_CUDA
+  (void)dst, (void)src, (void)bytes;
+  return GPU_API_ERR_NO_CUDA;
+#else
   return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+#endif
 }
 
 int gpu_memset(void *p, int value, size_t bytes) {
   if (gpu_emulated()) return emu.memset_(p, value, bytes);
+#ifdef GPU_API_NO_CUDA
+  (void)p, (void)value, (void)bytes;
+  return GPU_API_ERR_NO_CUDA;
+#else
   return (int)cudaMemset(p, value, bytes);
+#endif
 }
 
 int gpu_device_synchronize(void) {
   if (gpu_emulated()) return emu.device_synchronize();
+#ifdef GPU_API_NO_CUDA
+  return GPU_API_ERR_NO_CUDA;
+#else
   return (int)cudaDeviceSynchronize();
+#endif
 }
 
 int gpu_device_reset(void) {
   if (gpu_emulated()) return GCOLL_EMU_OK;
+#ifdef GPU_API_NO_CUDA
+  return GPU_API_ERR_NO_CUDA;
+#else
   return (int)cudaDeviceReset();
+#endif
 }
 
 int gpu_pointer_device(const void *p, int *device) {
@@ -211,8 +293,12 @@ int gpu_pointer_device(const void *p, int *device) {
     if (k == GCOLL_EMU_MEM_DEVICE || k == GCOLL_EMU_MEM_ASYNC) *device = 0;
     return GCOLL_EMU_OK;
   }
+#ifdef GPU_API_NO_CUDA
+  return GPU_API_ERR_NO_CUDA;
+#else
   struct cudaPointerAttributes a;
   cudaError_t e = cudaPointerGetAttributes(&a, p);
   if (e == cudaSuccess && a.type == cudaMemoryTypeDevice) *device = a.device;
   return (int)e;
+#endif
 }

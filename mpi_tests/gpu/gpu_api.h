@@ -11,6 +11,11 @@
  * The mode is decided once, at the first call. Every function that can fail returns 0
  * on success, else an error code of the mode (a cudaError_t, or a GCOLL_EMU_ERR_*):
  * gpu_error_string() gives its text. C and C++.
+ *
+ * Built without CUDA (gpu_api.c compiled with GPU_API_NO_CUDA, where gcoll is built
+ * without it), only the emulated GPU exists: without GCOLL_CUDA=emulate there is no
+ * device (gpu_device_count fails with GPU_API_ERR_NO_CUDA, and so does every call that
+ * would need one), so that the programs skip as they do on a machine without a GPU.
  */
 #ifndef GCOLL_MPI_TESTS_GPU_API_H
 #define GCOLL_MPI_TESTS_GPU_API_H
@@ -29,9 +34,15 @@ enum gpu_mem {
   GPU_MEM_PINNED = 3   /* cudaMallocHost */
 };
 
-/* 1 on the emulated GPU (GCOLL_CUDA=emulate), 0 with the CUDA runtime. */
+/* The error of every call that needs CUDA in a build without it (not GCOLL_CUDA=emulate). */
+#define GPU_API_ERR_NO_CUDA 1000
+
+/* 1 when built with the CUDA runtime, 0 when only the emulated GPU exists. */
+int gpu_have_cuda(void);
+/* 1 on the emulated GPU (GCOLL_CUDA=emulate), 0 with the CUDA runtime (or without CUDA). */
 int gpu_emulated(void);
-/* "CUDA" or "emulated GPU (GCOLL_CUDA=emulate)", for messages. */
+/* "CUDA", "emulated GPU (GCOLL_CUDA=emulate)" or (built without CUDA) "no CUDA (built
+ * without it)", for messages. */
 const char *gpu_mode_name(void);
 /* Text of an error code of the current mode. */
 const char *gpu_error_string(int err);

@@ -9,7 +9,8 @@
 #     (to run the emulation on a GPU machine too);
 #   - else PROBE (gcoll_gpu_probe: the CUDA device count, a context on device 0)
 #     succeeds: the real GPU, as before; the devices are printed;
-#   - else (no usable GPU, or PROBE cannot run and nvidia-smi lists none): gcoll's
+#   - else (no usable GPU, a build without CUDA, whose probe always fails with "built
+#     without CUDA: ...", or PROBE cannot run and nvidia-smi lists none): gcoll's
 #     emulated GPU: GCOLL_CUDA=emulate is exported, so that mpirun passes it to every
 #     local rank (and gpu_stats_check.py passes it on with -x), and one line says why:
 #       gpu_or_skip.sh: no GPU (<why>): running on the emulated GPU (GCOLL_CUDA=emulate)

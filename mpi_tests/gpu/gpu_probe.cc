@@ -6,7 +6,9 @@
 // between the real GPU and the emulated one. It touches no MPI. With -v it also prints
 // one line per device (name, compute capability, memory, compute mode), which the GPU
 // test logs then show. Through gpu_api.h like the tests: under GCOLL_CUDA=emulate (with
-// libgcoll.so preloaded) it reports the emulated GPU.
+// libgcoll.so preloaded) it reports the emulated GPU. Built without CUDA (gpu_api.c
+// without the CUDA runtime), it fails with "built without CUDA: ...": gpu_or_skip.sh
+// then runs the test on the emulated GPU, the only one such a build has.
 #include <cstdio>
 #include <cstring>
 
@@ -14,6 +16,10 @@
 
 int main(int argc, char **argv) {
   const bool verbose = argc > 1 && std::strcmp(argv[1], "-v") == 0;
+  if (!gpu_have_cuda() && !gpu_emulated()) {
+    std::printf("%s\n", gpu_error_string(GPU_API_ERR_NO_CUDA));
+    return 1;
+  }
   int n = 0;
   int e = gpu_device_count(&n);
   if (e != 0) {

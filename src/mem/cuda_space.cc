@@ -319,7 +319,7 @@ class CudaSpace final : public MemSpace {
       int late = 0;
       bool failed = false;
       for (int b = 0; b < p.blocks; ++b) {
-        const std::uint64_t v = reinterpret_cast<volatile std::uint64_t *>(status_)[b];
+        const std::uint64_t v = __atomic_load_n(&status_[b], __ATOMIC_ACQUIRE);
         if (v >> 2 != p.seq) {
           GCOLL_WARN("device engine: fused collective %llu: block %d left no outcome (0x%llx)",
                      static_cast<unsigned long long>(p.seq), b, static_cast<unsigned long long>(v));
@@ -424,16 +424,16 @@ class CudaSpace final : public MemSpace {
     return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(want, fuse_blocks_)));
   }
 
-  // Whether every block of op `seq` has written its outcome within `spin` (polled).
+  // Whether every block of op `seq` has written its outcome within `spin` (polled). The
+  // words are read with acquire loads (the blocks store them with release, after their
+  // part of the output): plain loads on x86, and, unlike a volatile read and a fence,
+  // no data race with the emulated GPU's stream thread that stores them.
   bool outcomes_within(std::uint64_t seq, int blocks, std::chrono::microseconds spin) const {
     const auto t0 = std::chrono::steady_clock::now();
     for (unsigned i = 0;; ++i) {
       int b = 0;
-      while (b < blocks && reinterpret_cast<volatile std::uint64_t *>(status_)[b] >> 2 == seq) ++b;
-      if (b == blocks) {
-        std::atomic_thread_fence(std::memory_order_acquire);
-        return true;
-      }
+      while (b < blocks && __atomic_load_n(&status_[b], __ATOMIC_ACQUIRE) >> 2 == seq) ++b;
+      if (b == blocks) return true;
       if ((i & 15) == 15 && std::chrono::steady_clock::now() - t0 > spin) return false;
     }
   }
