@@ -461,9 +461,10 @@ std::vector<TypeDesc> build_types() {
 #if (defined(OPEN_MPI) && OMPI_HAVE_FORTRAN_INTEGER1 && OMPI_HAVE_FORTRAN_INTEGER2 && \
      OMPI_HAVE_FORTRAN_INTEGER4 && OMPI_HAVE_FORTRAN_INTEGER8 && OMPI_HAVE_FORTRAN_REAL4 && \
      OMPI_HAVE_FORTRAN_REAL8) ||                                                          \
-    defined(MPICH)
-  // Fortran types (what gcoll's Fortran entry points see), gfortran sizes. (MPICH: types
-  // its Fortran support lacks have size 0 or are MPI_DATATYPE_NULL, and are skipped.)
+    defined(MPICH) || defined(MPI_ABI_VERSION)
+  // Fortran types (what gcoll's Fortran entry points see), gfortran sizes. (MPICH and the
+  // standard ABI, whose handles for them always exist: types the MPI's Fortran support
+  // lacks have size 0 or are MPI_DATATYPE_NULL, and are skipped.)
   INT_T(MPI_CHARACTER, char, Group::Char, kAllInt);
   INT_T(MPI_INTEGER, int32_t, Group::FortranInteger, 0);
   INT_T(MPI_INTEGER1, int8_t, Group::FortranInteger, kLogical);

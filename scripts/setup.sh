@@ -9,7 +9,7 @@ packages=(
   mpich libmpich-dev
   libucx-dev libhwloc-dev
   googletest libgtest-dev
-  python3 gnuplot-nox
+  python3 python3-venv gnuplot-nox
 )
 
 missing=()

@@ -19,6 +19,25 @@ cmake --build "$mpich_build" -j "$(nproc)" --target gcoll_portable_tests
 cd "$mpich_build"
 ctest --output-on-failure -L portable -j 1
 
+# The MPI-5 standard ABI (issue 14): gcoll built against mpi_abi.h / libmpi_abi.so of
+# MPICH 5.0.2 (PyPI's mpich wheel, in a virtual environment inside the build directory:
+# scripts/mpi_abi.sh), the same portable subset under the wheel's mpiexec. Then the load
+# check across builds: the Open MPI build's libgcoll.so under a program built for the
+# standard ABI (the reverse is the ABI build's mpi.foreign_mpi.openmpi.np2).
+abi_build="${GCOLL_BUILD_ABI:-$GCOLL_ROOT/build-abi}"
+bash "$GCOLL_ROOT/scripts/mpi_abi.sh" "$abi_build/mpi-abi"
+cmake -S "$GCOLL_ROOT" -B "$abi_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGCOLL_MPI=abi \
+  -DGCOLL_MPI_ABI_ROOT="$abi_build/mpi-abi" -DGCOLL_WITH_CUDA=OFF -DGCOLL_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$abi_build" -j "$(nproc)" --target gcoll_portable_tests
+cd "$abi_build"
+ctest --output-on-failure -L portable -j 1
+bash "$GCOLL_ROOT/mpi_tests/foreign_mpi.sh" "$GCOLL_BUILD/lib/libgcoll.so" "$GCOLL_ROOT/mpi_tests/preload/preload_c.c" \
+  "$abi_build/mpi-abi/bin/mpicc_abi" "$abi_build/mpi-abi/bin/mpiexec" genv "$abi_build/foreign_openmpi_build"
+
 # AddressSanitizer + UndefinedBehaviorSanitizer: unit tests and an MPI subset on their own
 # build without CUDA (scripts/sanitize.sh, issue 15).
 bash "$GCOLL_ROOT/scripts/sanitize.sh"
+
+# ThreadSanitizer: the thread test (MPI_THREAD_MULTIPLE) and the unit tests with threads,
+# on their own build without CUDA (scripts/tsan.sh, issue 15).
+bash "$GCOLL_ROOT/scripts/tsan.sh"

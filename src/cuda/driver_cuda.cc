@@ -3,6 +3,7 @@
 // driver every lookup fails, usable() is false, and nothing is printed.
 #include <cuda.h>  // types and enums only: every driver function comes through an entry point
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cstring>
@@ -54,18 +55,40 @@ std::atomic<std::uint64_t> g_vm_epoch{1};
 #if GCOLL_HAVE_UCM
 void on_vm_event(ucm_event_type_t, ucm_event_t *, void *) { g_vm_epoch.fetch_add(1, std::memory_order_acq_rel); }
 
+// libucm is loaded, not linked (as the rest of UCX, net/ucx_api.h: the process's UCX, the
+// MPI's if it brought one).
+struct UcmApi {
+  decltype(&::ucm_set_event_handler) set_event_handler = nullptr;
+  decltype(&::ucm_unset_event_handler) unset_event_handler = nullptr;
+  decltype(&::ucm_test_events) test_events = nullptr;
+};
+
+bool load_ucm(UcmApi *u) {
+  void *h = dlopen("libucm.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return false;
+  u->set_event_handler = reinterpret_cast<decltype(u->set_event_handler)>(dlsym(h, "ucm_set_event_handler"));
+  u->unset_event_handler = reinterpret_cast<decltype(u->unset_event_handler)>(dlsym(h, "ucm_unset_event_handler"));
+  u->test_events = reinterpret_cast<decltype(u->test_events)>(dlsym(h, "ucm_test_events"));
+  return u->set_event_handler && u->unset_event_handler && u->test_events;
+}
+
 // Installs the handler and checks that events arrive; false (nothing cached) otherwise,
 // e.g. under UCX_MEM_EVENTS=no.
 bool install_vm_hooks() {
+  UcmApi ucm;
+  if (!load_ucm(&ucm)) {
+    GCOLL_INFO("CUDA: UCX's memory hooks (libucm.so.0) cannot be loaded: every buffer is queried at every call");
+    return false;
+  }
   const int events = UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
-  ucs_status_t st = ucm_set_event_handler(events, -1, on_vm_event, nullptr);
+  ucs_status_t st = ucm.set_event_handler(events, -1, on_vm_event, nullptr);
   if (st != UCS_OK) {
     GCOLL_INFO("CUDA: UCX memory hooks unavailable (%d): every buffer is queried at every call", static_cast<int>(st));
     return false;
   }
-  st = ucm_test_events(events);
+  st = ucm.test_events(events);
   if (st != UCS_OK) {
-    ucm_unset_event_handler(events, on_vm_event, nullptr);
+    ucm.unset_event_handler(events, on_vm_event, nullptr);
     GCOLL_INFO("CUDA: UCX memory hooks do not report events (%d): every buffer is queried at every call",
                static_cast<int>(st));
     return false;

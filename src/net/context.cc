@@ -92,6 +92,11 @@ Status init_locked(State &s) {
   if (initialized && !finalized) PMPI_Query_thread(&provided);
   const bool want_multi = (provided == MPI_THREAD_MULTIPLE);
 
+  std::string why;
+  if (!load_api(&why)) {
+    GCOLL_WARN("ucx: %s: gcoll's transport between nodes is off (calls across nodes go to the MPI)", why.c_str());
+    return Status::ErrTransport;
+  }
   ucp_config_t *config = nullptr;
   ucs_status_t us = ucp_config_read(nullptr, nullptr, &config);
   if (us != UCS_OK) {

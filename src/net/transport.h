@@ -37,6 +37,8 @@
 // communicator's collectives).
 #pragma once
 
+#include <string>
+
 #include <mpi.h>
 
 #include <atomic>
@@ -77,6 +79,10 @@ Status init(const Options &options);
 void finalize();
 // ucp_context_query(UCP_ATTR_FIELD_MEMORY_TYPES) reports CUDA memory. Calls init().
 bool supports_cuda_memory();
+
+// The version of the UCX the process has loaded, or loads now ("1.20.1"), or why it
+// cannot be loaded (gcoll_info; UCX is loaded at run time, net/ucx_api.h).
+std::string loaded_version();
 // One call of ucp_worker_progress (0 when not initialised). For code that waits on
 // something else (flags in shared memory, an MPI request) while peers may need us.
 unsigned progress();

@@ -18,6 +18,37 @@
 #include <vector>
 
 #include "net/transport.h"
+#include "net/ucx_api.h"
+
+// The UCX functions the transport calls, through the table loaded at run time
+// (ucx_api.h). ucp_init is an inline of ucp.h around ucp_init_version.
+#define GCOLL_UCX_CALL(f) (::gcoll::ucx::api().f)
+#define ucp_init(params, config, context) \
+  GCOLL_UCX_CALL(ucp_init_version)(UCP_API_MAJOR, UCP_API_MINOR, params, config, context)
+#define ucp_cleanup GCOLL_UCX_CALL(ucp_cleanup)
+#define ucp_config_read GCOLL_UCX_CALL(ucp_config_read)
+#define ucp_config_release GCOLL_UCX_CALL(ucp_config_release)
+#define ucp_config_modify GCOLL_UCX_CALL(ucp_config_modify)
+#define ucp_config_print GCOLL_UCX_CALL(ucp_config_print)
+#define ucp_context_query GCOLL_UCX_CALL(ucp_context_query)
+#define ucp_get_version_string GCOLL_UCX_CALL(ucp_get_version_string)
+#define ucp_worker_create GCOLL_UCX_CALL(ucp_worker_create)
+#define ucp_worker_destroy GCOLL_UCX_CALL(ucp_worker_destroy)
+#define ucp_worker_query GCOLL_UCX_CALL(ucp_worker_query)
+#define ucp_worker_get_address GCOLL_UCX_CALL(ucp_worker_get_address)
+#define ucp_worker_release_address GCOLL_UCX_CALL(ucp_worker_release_address)
+#define ucp_worker_progress GCOLL_UCX_CALL(ucp_worker_progress)
+#define ucp_ep_create GCOLL_UCX_CALL(ucp_ep_create)
+#define ucp_ep_close_nbx GCOLL_UCX_CALL(ucp_ep_close_nbx)
+#define ucp_ep_flush_nbx GCOLL_UCX_CALL(ucp_ep_flush_nbx)
+#define ucp_ep_print_info GCOLL_UCX_CALL(ucp_ep_print_info)
+#define ucp_request_free GCOLL_UCX_CALL(ucp_request_free)
+#define ucp_request_cancel GCOLL_UCX_CALL(ucp_request_cancel)
+#define ucp_request_check_status GCOLL_UCX_CALL(ucp_request_check_status)
+#define ucp_tag_send_nbx GCOLL_UCX_CALL(ucp_tag_send_nbx)
+#define ucp_tag_recv_nbx GCOLL_UCX_CALL(ucp_tag_recv_nbx)
+#define ucp_tag_recv_request_test GCOLL_UCX_CALL(ucp_tag_recv_request_test)
+#define ucs_status_string GCOLL_UCX_CALL(ucs_status_string)
 
 namespace gcoll::ucx {
 

@@ -12,6 +12,7 @@
 #include "coll/engine.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
+#include "net/transport.h"
 #include "pmpi/mpi_flavor.h"
 
 #define GCOLL_EXPORT __attribute__((visibility("default")))
@@ -34,8 +35,9 @@ int print_info(FILE *out) {
     }
     if (*c == ',' || *c == '\t') *c = ' ';
   }
-  rc |= fprintf(out, "build: %s, CUDA %s, UCX %s, hwloc %s\n", GCOLL_BUILD_TYPE, GCOLL_BUILD_CUDA, GCOLL_BUILD_UCX,
-                GCOLL_BUILD_HWLOC) < 0;
+  rc |= fprintf(out, "build: %s, CUDA %s, UCX headers %s, hwloc %s\n", GCOLL_BUILD_TYPE, GCOLL_BUILD_CUDA,
+                GCOLL_BUILD_UCX, GCOLL_BUILD_HWLOC) < 0;
+  rc |= fprintf(out, "UCX loaded at run time: %s\n", ucx::loaded_version().c_str()) < 0;
   rc |= fprintf(out, "MPI: built for %s %s (GCOLL_MPI); library: %s\n", flavor::built_for(), flavor::kBuiltVersion,
                 mpi) < 0;
   rc |= fprintf(out, "\nsettings (environment variables):\n") < 0;

@@ -15,7 +15,11 @@
 // (after mapping their own MPI_IN_PLACE), which gcoll's C entry points catch, except
 // `use mpi_f08`'s MPI_Finalize (mpi_finalize_f08_ calls PMPI_Finalize): gcoll defines
 // that one, so that the stats are written.
+//
+// The MPI standard ABI: nothing (it has no Fortran part; pmpi/mpi_flavor.h).
 #include "pmpi/mpi_flavor.h"
+
+#if GCOLL_MPI_FORTRAN_ENTRY_POINTS || GCOLL_MPI_FORTRAN_FINALIZE_F08
 
 #include "pmpi/collectives.h"
 
@@ -123,3 +127,4 @@ GCOLL_FORTRAN_ALIAS(mpi_finalize_f08_, gcoll_f_finalize, (MPI_Fint *))
 }
 
 #endif  // GCOLL_MPI_FORTRAN_ENTRY_POINTS
+#endif  // any Fortran symbol

@@ -1,11 +1,13 @@
 // Everything that differs between the MPIs gcoll builds for (one library per MPI, chosen
-// at configure time: -DGCOLL_MPI=openmpi|mpich, cmake/GcollMpiFlavor.cmake). The MPI is
-// told by the mpi.h compiled against; no other file in the tree tests which MPI it is.
+// at configure time: -DGCOLL_MPI=openmpi|mpich|abi, cmake/GcollMpiFlavor.cmake). The MPI
+// is told by the mpi.h compiled against; no other file in the tree tests which MPI it is.
 //
 // What differs:
-//   - Handles: Open MPI's are pointers to predefined objects, MPICH's are ints. The code
-//     only compares handles with the predefined ones (pmpi/mpi_types.cc builds its
-//     tables at run time), so both work unchanged.
+//   - Handles: Open MPI's are pointers to predefined objects, MPICH's are ints, the MPI-5
+//     standard ABI's (mpi_abi.h, -DMPI_ABI) are pointer-sized small constants
+//     (MPI_COMM_WORLD is (MPI_Comm)0x101). The code only compares handles with the
+//     predefined ones (pmpi/mpi_types.cc builds its tables at run time), so all three
+//     work unchanged.
 //   - How Fortran reaches the MPI. Open MPI's Fortran bindings (mpif.h, `use mpi`,
 //     `use mpi_f08`) call PMPI_* directly, so gcoll defines every Fortran spelling itself
 //     (pmpi/entry_fortran.cc, with Open MPI's MPI_IN_PLACE / MPI_BOTTOM common blocks).
@@ -22,19 +24,31 @@
 //     directly, are defined where the MPI has them (GCOLL_MPI_LARGE_COUNT: MPICH 4; Open
 //     MPI 4.1 has none): counts that fit an int take gcoll's path, larger ones go to the
 //     MPI and are counted as passthrough (entry_c.cc).
-//   - The loaded MPI: a symbol only that MPI's C library defines (kMpis), looked up in the
-//     library the process's PMPI_Init comes from, tells which MPI a process runs under
+//     The standard ABI covers C only: it has no MPI_Fint, and a Fortran binding above it
+//     (none ships with MPICH's wheel) is not known to gcoll, so the ABI build defines no
+//     Fortran symbol. A Fortran layer that calls the C MPI_* entry points is seen; one
+//     that calls PMPI_* is not (docs/mpich.md).
+//   - The loaded MPI: a symbol only that MPI's C library defines (kMpis), and whether the
+//     library's PMPI_Abi_get_version reports the standard ABI, both looked up in the
+//     library the process's PMPI_Init comes from, tell which MPI a process runs under
 //     (the load check, pmpi/entry_c.cc).
 #pragma once
 
 #include <mpi.h>
 
-#if defined(OPEN_MPI)
+// GCOLL_MPI_FORTRAN_ENTRY_POINTS: gcoll defines every Fortran spelling (Open MPI).
+// GCOLL_MPI_FORTRAN_FINALIZE_F08: gcoll defines mpi_finalize_f08_ only (MPICH).
+#if defined(MPI_ABI_VERSION)
+#define GCOLL_MPI_FORTRAN_ENTRY_POINTS 0
+#define GCOLL_MPI_FORTRAN_FINALIZE_F08 0
+#elif defined(OPEN_MPI)
 #define GCOLL_MPI_FORTRAN_ENTRY_POINTS 1
+#define GCOLL_MPI_FORTRAN_FINALIZE_F08 0
 #elif defined(MPICH)
 #define GCOLL_MPI_FORTRAN_ENTRY_POINTS 0
+#define GCOLL_MPI_FORTRAN_FINALIZE_F08 1
 #else
-#error "gcoll builds for Open MPI or MPICH (GCOLL_MPI); this mpi.h is neither"
+#error "gcoll builds for Open MPI, MPICH or the MPI standard ABI (GCOLL_MPI); this mpi.h is none of them"
 #endif
 // The MPI-4 large-count calls (MPI_Allreduce_c, ...): MPI 4.0 and later (MPICH 4).
 #if MPI_VERSION >= 4
@@ -57,25 +71,37 @@ inline constexpr MpiId kMpis[] = {
     {"MPICH", "MPII_Comm_get_attr"},
 };
 
-#if defined(OPEN_MPI)
-inline constexpr int kBuiltFor = 0;
+// What gcoll was built for: one MPI's native ABI (kBuiltFor, a kMpis index), or the
+// standard ABI (kBuiltAbi; any MPI that implements it, kBuiltFor -1).
 #define GCOLL_MPI_STR2(x) #x
 #define GCOLL_MPI_STR(x) GCOLL_MPI_STR2(x)
+#if defined(MPI_ABI_VERSION)
+inline constexpr int kBuiltFor = -1;
+inline constexpr bool kBuiltAbi = true;
+inline constexpr int kBuiltAbiMajor = MPI_ABI_VERSION;
+inline constexpr const char kBuiltVersion[] = GCOLL_MPI_STR(MPI_ABI_VERSION) "." GCOLL_MPI_STR(MPI_ABI_SUBVERSION);
+#elif defined(OPEN_MPI)
+inline constexpr int kBuiltFor = 0;
+inline constexpr bool kBuiltAbi = false;
+inline constexpr int kBuiltAbiMajor = 0;
 inline constexpr const char kBuiltVersion[] =
     GCOLL_MPI_STR(OMPI_MAJOR_VERSION) "." GCOLL_MPI_STR(OMPI_MINOR_VERSION) "." GCOLL_MPI_STR(OMPI_RELEASE_VERSION);
-#undef GCOLL_MPI_STR
-#undef GCOLL_MPI_STR2
 #else
 inline constexpr int kBuiltFor = 1;
+inline constexpr bool kBuiltAbi = false;
+inline constexpr int kBuiltAbiMajor = 0;
 inline constexpr const char kBuiltVersion[] = MPICH_VERSION;
 #endif
+#undef GCOLL_MPI_STR
+#undef GCOLL_MPI_STR2
 
-inline const char *built_for() { return kMpis[kBuiltFor].name; }
+inline const char *built_for() { return kBuiltAbi ? "the MPI standard ABI" : kMpis[kBuiltFor].name; }
 
 // The load check (pmpi/entry_c.cc, at library load): when the process runs under another
 // MPI than the one gcoll was built for (a library built for Open MPI preloaded under an
-// MPICH program, or the reverse; gcoll's own dependencies then bring a second MPI in),
-// gcoll prints one line naming both and
+// MPICH program, or the reverse; one built for the standard ABI under a program built for
+// an MPI's native ABI, or the reverse; gcoll's own dependencies then bring a second MPI
+// in), gcoll prints one line naming both and
 //   - stays out of the way when the program's MPI_Init / PMPI_Init are the program's MPI
 //     (C programs): every entry point hands its call, arguments untouched, to the same
 //     symbol of the program's MPI (`foreign(...)`), and gcoll itself never runs (no
@@ -84,7 +110,12 @@ inline const char *built_for() { return kMpis[kBuiltFor].name; }
 //     MPI calls to gcoll's MPI (Fortran programs whose C MPI library is only an indirect
 //     dependency): nothing can run correctly then.
 // foreign() is null when the process runs under gcoll's own MPI.
-enum Entry { kAllreduce, kBcast, kAllgather, kFinalize, kFAllreduce, kFBcast, kFAllgather, kFFinalize, kEntries };
+enum Entry {
+  kAllreduce, kBcast, kAllgather, kFinalize,       // C
+  kAllreduceC, kBcastC, kAllgatherC,               // C, MPI-4 large counts
+  kFAllreduce, kFBcast, kFAllgather, kFFinalize,   // Fortran
+  kEntries
+};
 extern void *g_foreign[kEntries];
 extern bool g_foreign_mpi;
 inline void *foreign(Entry e) { return __builtin_expect(g_foreign_mpi, 0) ? g_foreign[e] : nullptr; }
