@@ -8,6 +8,8 @@
 #   - with GCOLL_TSAN_UCX=1, gcoll's UCX transport alone used from two threads
 #     (ucx_mt_np2_default, ucx_mt_np4_tcp: about 10 s more; the engine test above already
 #     drives it from 4 threads);
+#   - gpu.threads.rpn0.np4 once more with GCOLL_DEVICE_FUSED=auto: the fused one-shot,
+#     whose emulated stream threads store the outcome words the calling thread polls;
 #   - the unit tests with threads: the rails with threads as ranks (gcoll_unit_tests),
 #     the emulated GPU's streams (gcoll_emulate_tests), the device channels
 #     (gcoll_device_channel_tests).
@@ -30,8 +32,9 @@
 # Without the suppressions a run of the thread test makes about 250 reports per rank, all
 # inside Open MPI, and symbolizing them slows it past its 150 s watchdog.
 #
-# Built Debug at -O1 (assertions on). Run by scripts/test.sh or alone: about 2 minutes on
-# 2 cores from an empty build directory, well under one when it is up to date.
+# Built Debug at -O1 (assertions on). Run by scripts/test.sh, or alone: bash
+# scripts/tsan.sh. About 2 minutes on 2 cores from an empty build directory (95 s of CPU),
+# under one when it is up to date.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 tsan_build="${GCOLL_BUILD_TSAN:-$GCOLL_ROOT/build-tsan}"
@@ -138,4 +141,9 @@ echo "tsan.sh: unit tests clean"
 
 # The MPI tests with threads, one at a time.
 ctest --output-on-failure -R "^($mpi_tests)\$" -j 1
+# The fused one-shot (off by default) on the emulated GPU: its stream threads store the
+# blocks' outcomes while the calling thread polls them (mem/cuda_space.cc), on one node.
+if have_target gcoll_gpu_threads; then
+  GCOLL_DEVICE_FUSED=auto ctest --output-on-failure -R '^gpu\.threads\.rpn0\.np4$'
+fi
 echo "tsan.sh: done in $((SECONDS - start)) s"
