@@ -142,6 +142,11 @@ Op make_op(int n, FusedKind kind, DType t, ROp op, std::size_t count, std::size_
     o.in.push_back(i + out_off % 3);  // inputs unaligned too, now and then
     o.out.push_back(u);
   }
+  // The kernels run on non-blocking streams, which do not wait for the legacy default
+  // stream: cudaMemset is asynchronous, and cudaMemcpy from pageable memory may return
+  // before its DMA has landed. Without this, a kernel read inputs still being written
+  // (zeros in the results of the largest ops, seen on an H200, 2026-11-26).
+  CK(cudaDeviceSynchronize());
   return o;
 }
 

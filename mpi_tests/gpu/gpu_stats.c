@@ -126,7 +126,11 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
 
-  const long maxn = 100003;
+  /* One call per collective is large (8 MiB; allgather 1.2 MB per rank): above the sizes
+   * that are staged on GPUs shared without MPS (coll/tune.cc, kTimeSlicedTune), so that
+   * the engine gets calls there too (seen on an H200 without MPS: every smaller call
+   * staged, as designed). */
+  const long maxn = 1L << 21;
   float *h = malloc(sizeof(float) * maxn * size), *h2 = malloc(sizeof(float) * maxn * size);
   float *d, *d2;
   CK(gpu_malloc((void **)&d, sizeof(float) * maxn * size, GPU_MEM_DEVICE));
@@ -138,7 +142,7 @@ int main(int argc, char **argv) {
   MPI_Op_create(user_sum, 1, &usum);
 
   /* ---- allreduce: 12 device MPI_FLOAT sums, 4 derived, 2 user op, 3 host ---- */
-  const int ar_counts[12] = {1, 2, 7, 64, 1000, 1001, 4096, 10007, 65536, 100003, 3, 33333};
+  const int ar_counts[12] = {1, 2, 7, 64, 1000, 1001, 4096, 10007, 65536, 100003, 3, 1 << 21};
   for (int k = 0; k < 12; k++) {
     const int n = ar_counts[k];
     for (long i = 0; i < n; i++) h[i] = val(rank, i);
@@ -177,7 +181,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 10; k++) {
     const int kind = k < 6 ? DEV : k < 8 ? DER : HOST;
     const int root = k % size;
-    const int n = kind == DER ? 777 : 1 + 4099 * k;
+    const int n = kind == DER ? 777 : k == 5 ? 1 << 21 : 1 + 4099 * k;
     const long ni = kind == DER ? 2L * n : n;
     for (long i = 0; i < ni; i++) hi[i] = rank == root ? (int)(i * 7 + k) : -1;
     MPI_Datatype t = kind == DER ? pair : MPI_INT;
@@ -196,7 +200,7 @@ int main(int argc, char **argv) {
   /* ---- allgather: 6 device MPI_FLOAT (2 in place), 2 derived, 2 host ---- */
   for (int k = 0; k < 10; k++) {
     const int kind = k < 6 ? DEV : k < 8 ? DER : HOST;
-    const int n = kind == DER ? 300 : 1 + 1237 * k;
+    const int n = kind == DER ? 300 : k == 5 ? 300000 : 1 + 1237 * k;
     const long nf = kind == DER ? 2L * n : n;
     const int in_place = kind == DEV && k % 3 == 1;
     MPI_Datatype t = kind == DER ? pair : MPI_FLOAT;

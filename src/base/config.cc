@@ -199,8 +199,8 @@ const std::vector<SettingDef> kSettings = {
     {"GCOLL_DEVICE_FUSED", SettingType::Enum, "off", "auto|on|off",
      "Device-memory calls on one node: one kernel per rank and call that publishes, waits for its peers in "
      "device memory and writes the result. auto: where every GPU that ranks share runs them under MPS (a "
-     "time-sliced GPU would stall a waiting kernel). on: also where that cannot be told. off (default until "
-     "the fused kernels are validated on a real GPU, docs/gpu-validation.md): never. Agreed by the node's "
+     "time-sliced GPU would stall a waiting kernel). on: also where that cannot be told. off (default: correct on "
+     "an H200 under MPS, and faster than off there, but slower than its targets; docs/gpu-validation.md): never. Agreed by the node's "
      "ranks (any off wins). Whatever it says, small calls on GPUs shared without MPS are staged.",
      [](Config &c, const Value &v) { c.device_fused = v.choice; }},
     {"GCOLL_DEVICE_NET", SettingType::Enum, "auto", "auto|direct|pipelined",

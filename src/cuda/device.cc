@@ -1,7 +1,13 @@
 #include "cuda/device.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <new>
+#include <random>
+#include <vector>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -196,13 +202,111 @@ Status IpcExportCache::get(const PtrInfo &buf, IpcHandle *out) {
 }
 
 // ---- IpcOpenCache ------------------------------------------------------------
-// Not thread-safe: the caller holds its communicator's lock.
 
-IpcOpenCache::~IpcOpenCache() { clear(); }
+std::uint64_t process_token() {
+  static const std::uint64_t token = [] {
+    std::uint64_t t = 0;
+    std::random_device rd;
+    t = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    t ^= static_cast<std::uint64_t>(getpid()) * 0x9E3779B97F4A7C15ull;
+    t ^= static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return t ? t : 1;
+  }();
+  return token;
+}
 
-Status IpcOpenCache::open(int peer, std::uintptr_t base, std::size_t size, std::uint64_t id, const IpcHandle &h,
-                          void **out) {
-  const Key key{peer, base};
+namespace {
+
+// Every IpcOpenCache of the process, for the purge after a refused open.
+std::mutex g_caches_mu;
+std::vector<IpcOpenCache *> &all_caches() {
+  static std::vector<IpcOpenCache *> v;
+  return v;
+}
+
+}  // namespace
+
+IpcOpenCache::IpcOpenCache(Driver &d, std::size_t max_bytes, std::size_t max_entries)
+    : d_(d), max_bytes_(max_bytes), max_entries_(max_entries) {
+  std::lock_guard<std::mutex> g(g_caches_mu);
+  all_caches().push_back(this);
+}
+
+IpcOpenCache::~IpcOpenCache() {
+  {
+    std::lock_guard<std::mutex> g(g_caches_mu);
+    auto &v = all_caches();
+    v.erase(std::remove(v.begin(), v.end(), this), v.end());
+  }
+  clear();
+}
+
+void IpcOpenCache::begin_call() {
+  std::lock_guard<std::mutex> g(mu_);
+  ++epoch_;
+  in_call_ = true;
+}
+
+void IpcOpenCache::end_call() {
+  std::lock_guard<std::mutex> g(mu_);
+  in_call_ = false;
+}
+
+std::size_t IpcOpenCache::entries() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return entries_.size();
+}
+std::size_t IpcOpenCache::mapped_bytes() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return bytes_;
+}
+std::uint64_t IpcOpenCache::opens() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return opens_;
+}
+std::uint64_t IpcOpenCache::stale() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return stale_;
+}
+std::uint64_t IpcOpenCache::evictions() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return evicted_;
+}
+std::uint64_t IpcOpenCache::purged() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return purged_;
+}
+std::uint64_t IpcOpenCache::retries() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return retries_;
+}
+
+IpcOpenCache::Map::iterator IpcOpenCache::close_entry(Map::iterator it) {
+  d_.ipc_close(it->second.local);
+  bytes_ -= it->second.size;
+  lru_.erase(it->second.pos);
+  return entries_.erase(it);
+}
+
+std::size_t IpcOpenCache::purge_locked(std::uint64_t exporter, bool whole_exporter, std::uintptr_t base,
+                                       std::size_t size) {
+  std::size_t n = 0;
+  for (auto it = entries_.lower_bound(Key{exporter, 0}); it != entries_.end() && it->first.exporter == exporter;) {
+    const bool overlaps = it->first.base < base + size && base < it->first.base + it->second.size;
+    if (!pinned(it->second) && (whole_exporter || overlaps)) {
+      it = close_entry(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+Status IpcOpenCache::open(std::uint64_t exporter, std::uintptr_t base, std::size_t size, std::uint64_t id,
+                          const IpcHandle &h, void **out) {
+  std::unique_lock<std::mutex> lk(mu_);
+  const Key key{exporter, base};
   auto it = entries_.find(key);
   if (it != entries_.end()) {
     Entry &e = it->second;
@@ -212,20 +316,47 @@ Status IpcOpenCache::open(int peer, std::uintptr_t base, std::size_t size, std::
       *out = e.local;
       return Status::Ok;
     }
-    // The peer freed this allocation and has another at the same address: the old
-    // mapping shows memory that is no longer the peer's buffer.
-    d_.ipc_close(e.local);
-    bytes_ -= e.size;
-    lru_.erase(e.pos);
-    entries_.erase(it);
+    // The exporter freed this allocation and has another at the same address: the old
+    // mapping shows memory that is no longer the exporter's buffer.
+    close_entry(it);
     ++stale_;
   }
+  // Mappings of the exporter that overlap the new allocation are of freed memory too.
+  stale_ += purge_locked(exporter, false, base, size);
   evict_until_fits(size);
   void *local = nullptr;
-  const Status st = d_.ipc_open(h, &local);
+  Status st = d_.ipc_open(h, &local);
   if (!ok(st)) {
-    *out = nullptr;
-    return st;
+    // Close the exporter's mappings that no call uses, in every cache of the process,
+    // and try once more (see the class comment).
+    std::size_t n = purge_locked(exporter, true, 0, 0);
+    purged_ += n;
+    lk.unlock();
+    {
+      std::lock_guard<std::mutex> g(g_caches_mu);
+      for (IpcOpenCache *c : all_caches()) {
+        if (c == this || &c->d_ != &d_) continue;
+        std::lock_guard<std::mutex> cg(c->mu_);
+        const std::size_t k = c->purge_locked(exporter, true, 0, 0);
+        c->purged_ += k;
+        n += k;
+      }
+    }
+    lk.lock();
+    if (n > 0) {  // else nothing changed: no use trying again
+      ++retries_;
+      st = d_.ipc_open(h, &local);
+    }
+    if (!ok(st)) {
+      std::size_t mine = 0;
+      for (const auto &kv : entries_) mine += kv.first.exporter == exporter;
+      GCOLL_WARN("CUDA IPC: cannot map a peer's allocation [0x%llx, +%zu) (buffer %llu), not even after closing %zu "
+                 "unused mappings of that peer in this process (%zu still mapped here, in use by this call)",
+                 static_cast<unsigned long long>(base), size, static_cast<unsigned long long>(id), n, mine);
+      *out = nullptr;
+      return st;
+    }
+    GCOLL_INFO("CUDA IPC: a peer's allocation mapped after closing %zu unused mappings of that peer", n);
   }
   lru_.push_front(key);
   entries_.emplace(key, Entry{id, size, local, epoch_, lru_.begin()});
@@ -242,15 +373,13 @@ void IpcOpenCache::evict_until_fits(std::size_t incoming) {
     // pinned, all are. Then the bound is exceeded until the next call.
     auto it = entries_.find(lru_.back());
     if (it->second.epoch == epoch_) break;
-    d_.ipc_close(it->second.local);
-    bytes_ -= it->second.size;
-    entries_.erase(it);
-    lru_.pop_back();
+    close_entry(it);
     ++evicted_;
   }
 }
 
 void IpcOpenCache::clear() {
+  std::lock_guard<std::mutex> g(mu_);
   for (auto &kv : entries_) d_.ipc_close(kv.second.local);
   entries_.clear();
   lru_.clear();

@@ -9,7 +9,8 @@
 //     answer stops holding (Driver::kind_epoch).
 //   - IpcExportCache / IpcOpenCache: IPC handles of my allocations, and peers' opened
 //     handles, validated by buffer ID (a freed and reallocated buffer at the same address
-//     is a different buffer) and bounded, least recently used first out.
+//     is a different buffer) and bounded, least recently used first out; a refused open
+//     first closes the exporter's unused (stale) mappings process-wide and tries again.
 // The caches work on the Driver interface only, so tests drive them with a fake driver.
 #pragma once
 
@@ -183,36 +184,58 @@ class IpcExportCache {
   std::map<Key, Entry> entries_;
 };
 
-// Peers' allocations opened in this process, by (peer, peer's base, peer's buffer ID).
-// A new buffer ID at a known (peer, base) closes the stale mapping before opening the new
-// one. Bounded by total mapped bytes and by entries; the least recently used mapping not
-// pinned by the current call is closed first. Not thread-safe: callers hold their
-// communicator's lock.
+// A number that identifies this process among the processes that map each other's
+// memory (random, drawn once; pids may repeat across containers).
+std::uint64_t process_token();
+
+// Peers' allocations opened in this process, by (exporter, exporter's base), validated by
+// the exporter's buffer ID: a new buffer ID at a known (exporter, base) closes the stale
+// mapping before opening the new one. `exporter` is the exporting process's
+// process_token() (any number that tells processes apart, in tests). Bounded by total
+// mapped bytes and by entries; the least recently used mapping not pinned by the current
+// call is closed first.
+//
+// Mappings of memory the exporter has freed (stale) stay until evicted, in this cache and
+// in the other caches of the process (one per communicator). On a real driver (H200,
+// driver 580, 2026-11-26) a later cuIpcOpenMemHandle of the exporter's new memory was
+// then refused (CUDA_ERROR_ALREADY_MAPPED, 208) while such mappings were open. So a
+// refused open closes every mapping of that exporter that no call is using, in every
+// cache of this process on the same driver, and tries once more. Mappings of the
+// exporter overlapping the new allocation's range are stale for sure (live allocations
+// do not overlap): they are closed before the first try.
+//
+// Thread-safe: each cache has a lock (uncontended: its communicator's calls come one at
+// a time), and another cache's purge takes it.
 class IpcOpenCache {
  public:
-  IpcOpenCache(Driver &d, std::size_t max_bytes, std::size_t max_entries = 1024)
-      : d_(d), max_bytes_(max_bytes), max_entries_(max_entries) {}
+  IpcOpenCache(Driver &d, std::size_t max_bytes, std::size_t max_entries = 1024);
   ~IpcOpenCache();
   // Owns driver mappings: a copy would close them twice.
   IpcOpenCache(const IpcOpenCache &) = delete;
   IpcOpenCache &operator=(const IpcOpenCache &) = delete;
-  // Starts a collective: mappings used from here on are not evicted until the next call.
-  void begin_call() { ++epoch_; }
-  // The local address of the peer's allocation base.
-  Status open(int peer, std::uintptr_t base, std::size_t size, std::uint64_t id, const IpcHandle &h, void **out);
+  // Starts a collective: mappings used from here on are not evicted (nor purged by other
+  // caches) until end_call() or the next begin_call().
+  void begin_call();
+  // The collective's work that reads through the mappings has completed.
+  void end_call();
+  // The local address of the exporter's allocation base.
+  Status open(std::uint64_t exporter, std::uintptr_t base, std::size_t size, std::uint64_t id, const IpcHandle &h,
+              void **out);
   // Closes every mapping (before the context goes away: inside MPI_Finalize).
   void clear();
-  std::size_t entries() const { return entries_.size(); }
-  std::size_t mapped_bytes() const { return bytes_; }
-  std::uint64_t opens() const { return opens_; }      // cuIpcOpenMemHandle calls
-  std::uint64_t stale() const { return stale_; }      // mappings replaced after a buffer ID change
-  std::uint64_t evictions() const { return evicted_; }
+  std::size_t entries() const;
+  std::size_t mapped_bytes() const;
+  std::uint64_t opens() const;    // cuIpcOpenMemHandle calls
+  std::uint64_t stale() const;    // mappings replaced after a buffer ID change, or overlapped
+  std::uint64_t evictions() const;
+  std::uint64_t purged() const;   // mappings closed after a refused open (here or by another cache)
+  std::uint64_t retries() const;  // opens tried again after a purge
 
  private:
   struct Key {
-    int peer;
+    std::uint64_t exporter;
     std::uintptr_t base;
-    bool operator<(const Key &o) const { return peer != o.peer ? peer < o.peer : base < o.base; }
+    bool operator<(const Key &o) const { return exporter != o.exporter ? exporter < o.exporter : base < o.base; }
   };
   struct Entry {
     std::uint64_t id;
@@ -221,13 +244,21 @@ class IpcOpenCache {
     std::uint64_t epoch;  // last call that used it
     std::list<Key>::iterator pos;
   };
+  using Map = std::map<Key, Entry>;
   void evict_until_fits(std::size_t incoming);
+  Map::iterator close_entry(Map::iterator it);
+  bool pinned(const Entry &e) const { return in_call_ && e.epoch == epoch_; }
+  // Closes the exporter's mappings that no call uses (all: whole_exporter; else those
+  // overlapping [base, base + size)); returns how many. Caller holds mu_.
+  std::size_t purge_locked(std::uint64_t exporter, bool whole_exporter, std::uintptr_t base, std::size_t size);
   Driver &d_;
   std::size_t max_bytes_, max_entries_;
+  mutable std::mutex mu_;
   std::size_t bytes_ = 0;
-  std::uint64_t opens_ = 0, stale_ = 0, evicted_ = 0, epoch_ = 1;
+  std::uint64_t opens_ = 0, stale_ = 0, evicted_ = 0, purged_ = 0, retries_ = 0, epoch_ = 1;
+  bool in_call_ = false;
   std::list<Key> lru_;
-  std::map<Key, Entry> entries_;
+  Map entries_;
 };
 
 }  // namespace cuda

@@ -3,19 +3,15 @@
 // driver every lookup fails, usable() is false, and nothing is printed.
 #include <cuda.h>  // types and enums only: every driver function comes through an entry point
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
-
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "base/config.h"
 #include "base/log.h"
 #include "cuda/device.h"
-
-#if GCOLL_HAVE_UCM
-#include <ucm/api/ucm.h>
-#endif
+#include "cuda/vm_hooks.h"
 
 namespace gcoll {
 namespace cuda {
@@ -41,8 +37,8 @@ using CuIpcCloseMemHandle = CUresult(CUDAAPI *)(CUdeviceptr p);
 // ---- the memory-kind cache on the real driver (device.h: KindCache) --------------------
 // What the real driver can vouch for, and what it relies on: only memory CUDA does not
 // know (CU_POINTER_ATTRIBUTE_MEMORY_TYPE 0: pageable memory of malloc, mmap, the stack)
-// is ever answered `cacheable`, and only while UCX's memory hooks (libucm, already loaded
-// with UCX) report every map and unmap in the process: such memory can only become device
+// is ever answered `cacheable`, and only while UCX's memory hooks (vm_hooks.h) report
+// every map and unmap in the process: such memory can only become device
 // memory after its owner unmaps its range (munmap, mremap, brk, shmdt, or an mmap with
 // MAP_FIXED over it), which the hooks see before it happens (UCM patches libc's own
 // functions, so glibc's internal munmap in free() is seen too; they are checked with
@@ -50,58 +46,6 @@ using CuIpcCloseMemHandle = CUresult(CUDAAPI *)(CUdeviceptr p);
 // answer. Device, pinned and managed memory is queried at every call: the driver frees
 // and reuses those ranges without unmapping them (Debian's UCX has no CUDA hooks). What
 // is not covered: an unmap made by a raw system call, bypassing libc.
-std::atomic<std::uint64_t> g_vm_epoch{1};
-
-#if GCOLL_HAVE_UCM
-void on_vm_event(ucm_event_type_t, ucm_event_t *, void *) { g_vm_epoch.fetch_add(1, std::memory_order_acq_rel); }
-
-// libucm is loaded, not linked (as the rest of UCX, net/ucx_api.h: the process's UCX, the
-// MPI's if it brought one).
-struct UcmApi {
-  decltype(&::ucm_set_event_handler) set_event_handler = nullptr;
-  decltype(&::ucm_unset_event_handler) unset_event_handler = nullptr;
-  decltype(&::ucm_test_events) test_events = nullptr;
-};
-
-bool load_ucm(UcmApi *u) {
-  void *h = dlopen("libucm.so.0", RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) return false;
-  u->set_event_handler = reinterpret_cast<decltype(u->set_event_handler)>(dlsym(h, "ucm_set_event_handler"));
-  u->unset_event_handler = reinterpret_cast<decltype(u->unset_event_handler)>(dlsym(h, "ucm_unset_event_handler"));
-  u->test_events = reinterpret_cast<decltype(u->test_events)>(dlsym(h, "ucm_test_events"));
-  return u->set_event_handler && u->unset_event_handler && u->test_events;
-}
-
-// Installs the handler and checks that events arrive; false (nothing cached) otherwise,
-// e.g. under UCX_MEM_EVENTS=no.
-bool install_vm_hooks() {
-  UcmApi ucm;
-  if (!load_ucm(&ucm)) {
-    GCOLL_INFO("CUDA: UCX's memory hooks (libucm.so.0) cannot be loaded: every buffer is queried at every call");
-    return false;
-  }
-  const int events = UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED;
-  ucs_status_t st = ucm.set_event_handler(events, -1, on_vm_event, nullptr);
-  if (st != UCS_OK) {
-    GCOLL_INFO("CUDA: UCX memory hooks unavailable (%d): every buffer is queried at every call", static_cast<int>(st));
-    return false;
-  }
-  st = ucm.test_events(events);
-  if (st != UCS_OK) {
-    ucm.unset_event_handler(events, on_vm_event, nullptr);
-    GCOLL_INFO("CUDA: UCX memory hooks do not report events (%d): every buffer is queried at every call",
-               static_cast<int>(st));
-    return false;
-  }
-  GCOLL_INFO("CUDA: UCX memory hooks installed: host buffers are classified once until the process unmaps memory");
-  return true;
-}
-#else
-bool install_vm_hooks() {
-  GCOLL_INFO("CUDA: built without UCX memory hooks: every buffer is queried at every call");
-  return false;
-}
-#endif
 
 // The ABI version we ask for: a driver older than this has no such entry points (and the
 // CUDA 13 runtime refuses it anyway).
@@ -198,7 +142,12 @@ class RealDriver final : public Driver {
     CUdeviceptr p = 0;
     const CUresult r = ipc_open_(&p, ch, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     if (r != CUDA_SUCCESS) {
-      GCOLL_WARN("CUDA: cuIpcOpenMemHandle failed (CUresult %d)", static_cast<int>(r));
+      // Already mapped: IpcOpenCache closes unused mappings of that peer and tries again
+      // (and warns if that fails too).
+      if (r == CUDA_ERROR_ALREADY_MAPPED)
+        GCOLL_INFO("CUDA: cuIpcOpenMemHandle: CUDA_ERROR_ALREADY_MAPPED (%d)", static_cast<int>(r));
+      else
+        GCOLL_WARN("CUDA: cuIpcOpenMemHandle failed (CUresult %d)", static_cast<int>(r));
       return Status::ErrInternal;
     }
     *out = reinterpret_cast<void *>(static_cast<std::uintptr_t>(p));
@@ -242,9 +191,13 @@ class RealDriver final : public Driver {
       return false;
     }
     GCOLL_INFO("CUDA: driver loaded, %d devices", n);
-    if (config().memory_cache && install_vm_hooks()) {
+    std::string why;
+    if (config().memory_cache && install_vm_hooks(&why)) {
+      GCOLL_INFO("CUDA: UCX memory hooks installed: host buffers are classified once until the process unmaps memory");
       hooks_ = true;
-      epoch_ = &g_vm_epoch;
+      epoch_ = &vm_epoch();
+    } else if (config().memory_cache) {
+      GCOLL_INFO("CUDA: %s: every buffer is queried at every call", why.c_str());
     }
     return true;
   }

@@ -38,6 +38,7 @@ struct SetupRecord {
   cuda::IpcHandle handle;
   unsigned char uuid[16];
   std::int32_t sm_count, mps, fused_mode, pid, valid;
+  std::uint64_t token;  // cuda::process_token(): the exporter's key in IPC caches
 };
 
 // Then, per call of a zero-copy algorithm, one record per exposure slot.
@@ -84,6 +85,7 @@ class CudaSpace final : public MemSpace {
     bank_bytes_ = round_up(opt_.bank_bytes, kBankAlign);
     SetupRecord rec{};
     rec.pid = static_cast<std::int32_t>(getpid());
+    rec.token = cuda::process_token();
     rec.fused_mode = opt_.fused;
     void *status = nullptr;
     Status st = cuda_status(rt().stream_create(&stream_), "stream of the device engine");
@@ -116,6 +118,7 @@ class CudaSpace final : public MemSpace {
     peers_.assign(n, nullptr);
     peers_[me] = static_cast<char *>(mine_);
     pids_.assign(n, 0);
+    tokens_.assign(n, 0);
     std::vector<FusedVote> votes(n);
     for (int p = 0; ok(st) && p < n; ++p) {
       SetupRecord r;
@@ -125,6 +128,7 @@ class CudaSpace final : public MemSpace {
         break;
       }
       pids_[p] = r.pid;
+      tokens_[p] = r.token;
       std::memcpy(votes[p].uuid, r.uuid, sizeof r.uuid);
       votes[p].sm_count = r.sm_count;
       votes[p].mps = r.mps;
@@ -229,10 +233,16 @@ class CudaSpace final : public MemSpace {
   // for their kernel already, and no peer reads my buffers, only my bank of the op, which
   // I overwrite two ops later, after the peers' flags of the op in between.
   Status finish() override {
-    if (exposed_) return sync();
-    if (!enqueued_ && ok(pending_)) return Status::Ok;
-    const Status st = failed_if(drain());
-    enqueued_ = false;
+    Status st = Status::Ok;
+    if (exposed_) {
+      st = sync();
+    } else if (enqueued_ || !ok(pending_)) {
+      st = failed_if(drain());
+      enqueued_ = false;
+    }
+    // My work through peers' mappings is done (drained): other communicators' caches may
+    // close them now if a peer's memory must be remapped (cuda::IpcOpenCache).
+    if (ok(st)) open_cache_.end_call();
     return st;
   }
 
@@ -398,7 +408,7 @@ class CudaSpace final : public MemSpace {
     }
     DeviceScope d(opt_.device);
     void *base = nullptr;
-    const Status st = open_cache_.open(lr, rec.base, rec.size, rec.id, rec.handle, &base);
+    const Status st = open_cache_.open(tokens_[lr], rec.base, rec.size, rec.id, rec.handle, &base);
     if (!ok(st)) return failed_if(st);
     *out = static_cast<char *>(base) + rec.offset;
     return Status::Ok;
@@ -488,6 +498,7 @@ class CudaSpace final : public MemSpace {
   std::uint64_t *status_ = nullptr;  // pinned: the fused kernel's outcome per block
   std::vector<char *> peers_;        // every rank's banks, mapped here (mine included)
   std::vector<std::int32_t> pids_;   // every rank's process
+  std::vector<std::uint64_t> tokens_;  // every rank's cuda::process_token()
   void *own_[kExposeSlots] = {};     // what I exposed this call
   std::uint64_t epoch_ = 0;
   int fuse_blocks_ = 0;              // agreed at creation: 0 no fused ops, else their most blocks

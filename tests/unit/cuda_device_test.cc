@@ -73,6 +73,13 @@ class FakeDriver final : public Driver {
     ++opens;
     *out = nullptr;
     if (!ok(open_result)) return open_result;
+    // As the H200's driver did (CUDA_ERROR_ALREADY_MAPPED) while a stale mapping of the
+    // exporter was still open: refused while any of these is mapped.
+    for (void *b : refuse_while_mapped)
+      if (mapped.count(b)) {
+        ++refusals;
+        return Status::ErrInternal;
+      }
     void *p = reinterpret_cast<void *>(next_local);
     next_local += 1 << 20;
     mapped.insert(p);
@@ -100,7 +107,8 @@ class FakeDriver final : public Driver {
   Status query_result = Status::Ok, export_result = Status::Ok, open_result = Status::Ok;
   std::vector<FakeAlloc> allocs;
   std::set<void *> mapped;
-  int queries = 0, exports = 0, opens = 0, closes = 0, bad_closes = 0;
+  std::set<void *> refuse_while_mapped;
+  int queries = 0, exports = 0, opens = 0, closes = 0, bad_closes = 0, refusals = 0;
 
  private:
   std::uint64_t next_serial = 1;
@@ -559,6 +567,72 @@ TEST_F(CudaDevice, OpenCacheFailureLeavesNoEntryAndRetries) {
   EXPECT_EQ(c.entries(), 0u);
   EXPECT_EQ(c.mapped_bytes(), 0u);
   EXPECT_TRUE(fake.mapped.empty());
+  EXPECT_EQ(fake.bad_closes, 0);
+}
+
+TEST_F(CudaDevice, OpenCacheClosesOverlappingStaleMappings) {
+  // The exporter freed [0x10000, +0x4000) and has a larger allocation at a lower address
+  // that covers it: the old mapping is stale (live allocations never overlap).
+  IpcOpenCache c(fake, 1 << 30);
+  void *a = nullptr, *b = nullptr, *other = nullptr;
+  c.begin_call();
+  ASSERT_EQ(c.open(1, 0x10000, 0x4000, 7, handle(1), &a), Status::Ok);
+  ASSERT_EQ(c.open(2, 0x10000, 0x4000, 3, handle(3), &other), Status::Ok);  // another exporter
+  c.end_call();
+  c.begin_call();
+  ASSERT_EQ(c.open(1, 0x8000, 0x10000, 8, handle(2), &b), Status::Ok);
+  EXPECT_EQ(c.stale(), 1u);
+  EXPECT_EQ(fake.mapped.count(a), 0u);
+  EXPECT_EQ(fake.mapped.count(other), 1u);
+  EXPECT_EQ(c.entries(), 2u);
+  EXPECT_EQ(fake.bad_closes, 0);
+}
+
+TEST_F(CudaDevice, OpenCacheRefusedOpenPurgesUnusedMappingsProcessWideAndRetries) {
+  // Two communicators' caches; the first holds a stale mapping of exporter 1 (not
+  // overlapping the new allocation), which makes the driver refuse the new one.
+  IpcOpenCache world(fake, 1 << 30), split(fake, 1 << 30);
+  void *old_one = nullptr, *keep = nullptr, *fresh = nullptr;
+  world.begin_call();
+  ASSERT_EQ(world.open(1, 0x100000, 0x1000, 5, handle(1), &old_one), Status::Ok);
+  ASSERT_EQ(world.open(2, 0x100000, 0x1000, 6, handle(2), &keep), Status::Ok);  // exporter 2: untouched
+  world.end_call();
+  fake.refuse_while_mapped = {old_one};
+  split.begin_call();
+  ASSERT_EQ(split.open(1, 0x200000, 0x1000, 9, handle(3), &fresh), Status::Ok);
+  EXPECT_EQ(fake.refusals, 1);
+  EXPECT_EQ(split.retries(), 1u);
+  EXPECT_EQ(world.purged(), 1u);
+  EXPECT_EQ(fake.mapped.count(old_one), 0u);
+  EXPECT_EQ(fake.mapped.count(keep), 1u);
+  EXPECT_EQ(world.entries(), 1u);
+  EXPECT_EQ(split.entries(), 1u);
+  // The world communicator maps exporter 1's memory again when it needs it.
+  void *again = nullptr;
+  world.begin_call();
+  ASSERT_EQ(world.open(1, 0x100000, 0x1000, 5, handle(1), &again), Status::Ok);
+  EXPECT_EQ(fake.bad_closes, 0);
+}
+
+TEST_F(CudaDevice, OpenCacheNeverClosesAMappingACallUses) {
+  // The stale-looking mapping is in use by the other cache's call: it stays, and the
+  // refused open fails (the collective then fails on every rank) instead of pulling
+  // memory from under a running kernel.
+  IpcOpenCache world(fake, 1 << 30), split(fake, 1 << 30);
+  void *busy = nullptr, *p = nullptr;
+  world.begin_call();
+  ASSERT_EQ(world.open(1, 0x100000, 0x1000, 5, handle(1), &busy), Status::Ok);  // no end_call: in use
+  fake.refuse_while_mapped = {busy};
+  split.begin_call();
+  EXPECT_EQ(split.open(1, 0x200000, 0x1000, 9, handle(3), &p), Status::ErrInternal);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(fake.mapped.count(busy), 1u);
+  EXPECT_EQ(world.purged(), 0u);
+  EXPECT_EQ(split.entries(), 0u);
+  // Once the world's call has ended, the same open succeeds.
+  world.end_call();
+  ASSERT_EQ(split.open(1, 0x200000, 0x1000, 9, handle(3), &p), Status::Ok);
+  EXPECT_EQ(fake.mapped.count(busy), 0u);
   EXPECT_EQ(fake.bad_closes, 0);
 }
 

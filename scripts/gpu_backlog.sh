@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The GPU validation backlog (docs/gpu-validation.md, "First thing on the next GPU") in
+# ONE device call, for sessions whose whole device time is about 15 minutes. Run on the
+# GPU machine from the repository root, carrying .gpu-bundle (and .ucx-cuda for step C):
+#
+#   bash scripts/gpu_backlog.sh          # everything below within GCOLL_BACKLOG_BUDGET s
+#
+# Steps, in order of what they decide; each gets what is left of the budget, capped:
+#   build  scripts/gpu_validate.sh build, sm_90 only (GCOLL_GPU_CMAKE_ARGS)
+#   A      without MPS (time-sliced GPU): gpu.kernels, gpu.fused_kernels, the default
+#          suite at np 4, 2 x 2 virtual nodes pipelined, stats, osu -c
+#   B      with MPS (the script's own daemon): the fused one-shot's protocol (gpu.fused.*),
+#          the default suite (GCOLL_DEVICE_FUSED=auto: fused under MPS) at np 2, 4, 8,
+#          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
+#   C      with MPS and the UCX wheel (GCOLL_VALIDATE_UCX=cuda's LD_LIBRARY_PATH): the
+#          direct way across virtual nodes (gpu.mpi.vnodes2.direct.np4, gpu.traffic.*direct*)
+#   D      benchmarks/small_calls.py build-gpu --mps on (host row + device row under MPS,
+#          GCOLL_DEVICE_FUSED=auto), then osu_allreduce -d cuda 8 B..1 MiB under MPS with
+#          GCOLL_DEVICE_FUSED=off and =on alternating (what the fused one-shot gains)
+#   A2     without MPS: the rest of the gpu suite, while time is left
+# Every ctest run stops starting tests at its step's deadline (--stop-time). Logs go to a
+# work directory and come back as ONE archive, $OUT/gpu-backlog.tgz, plus $OUT/summary.md
+# (step, exit status, seconds, ctest's pass/fail lines and small_calls' table).
+#
+# Settings (environment): GCOLL_BACKLOG_BUDGET (seconds for the whole script, default
+# 540: leave the call's timeout_s some 30 s above it); GCOLL_BACKLOG_PLAN=recheck: after
+# the build, only the tests matching GCOLL_RECHECK_NOMPS without MPS, then those matching
+# GCOLL_RECHECK_MPS with MPS (ctest regular expressions), each for at most
+# GCOLL_RECHECK_CAP seconds (default 120).
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 2
+BUDGET=${GCOLL_BACKLOG_BUDGET:-540}
+PLAN=${GCOLL_BACKLOG_PLAN:-all}
+# (the script's own settings, not gcoll's: the ranks would report them as unknown)
+export -n GCOLL_BACKLOG_BUDGET GCOLL_BACKLOG_PLAN GCOLL_RECHECK_NOMPS GCOLL_RECHECK_MPS GCOLL_RECHECK_CAP 2>/dev/null
+T0=$(date +%s)
+OUTROOT=${OUT:-$ROOT/gpu-out}
+W=/tmp/gcoll-backlog
+rm -rf "$W"
+mkdir -p "$W" "$OUTROOT"
+SUM=$W/summary.md
+BUILD=$ROOT/build-gpu
+MPS_PIPE=/tmp/gcoll-backlog-mps
+MPS_LOG=$W/mps-log
+
+left() { echo $((T0 + BUDGET - $(date +%s))); }
+say() { printf '[%4ds] %s\n' "$(($(date +%s) - T0))" "$*" | tee -a "$SUM"; }
+
+mps_on() {
+  command -v nvidia-cuda-mps-control >/dev/null 2>&1 || { say "no nvidia-cuda-mps-control"; return 1; }
+  mkdir -p "$MPS_PIPE" "$MPS_LOG"
+  export CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$MPS_LOG
+  if nvidia-cuda-mps-control -d; then
+    sleep 1
+    say "MPS daemon started"
+    return 0
+  fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  say "MPS daemon did not start"
+  return 1
+}
+mps_off() {
+  if [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
+    echo quit | timeout 30 nvidia-cuda-mps-control
+    sleep 1
+    pkill -x nvidia-cuda-mps-control 2>/dev/null
+    pkill -x nvidia-cuda-mps-server 2>/dev/null
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    say "MPS daemon stopped"
+  fi
+}
+
+finish() {
+  mps_off
+  say "done after $(($(date +%s) - T0)) s"
+  cp -f "$BUILD/Testing/Temporary/LastTest.log" "$W/LastTest-final.log" 2>/dev/null
+  tar czf "$OUTROOT/gpu-backlog.tgz" -C "$W" . 2>/dev/null
+  cp -f "$SUM" "$OUTROOT/summary.md"
+}
+trap finish EXIT
+
+# ctest_group NAME CAP REGEX: the tests matching REGEX, in CTest's order, for at most
+# min(CAP, what is left - 15 s) seconds; console log and JUnit report in $W/NAME.*
+ctest_group() {
+  local name=$1 cap=$2 re=$3 l
+  l=$(left)
+  l=$((l - 15))
+  [ "$l" -gt "$cap" ] && l=$cap
+  if [ "$l" -lt 20 ]; then
+    say "$name: not run (no time left)"
+    return 0
+  fi
+  local stop
+  stop=$(date -u -d "@$(($(date +%s) + l))" +%H:%M:%S)
+  say "$name: up to $l s: $re"
+  (cd "$BUILD" && TZ=UTC0 timeout -k 5 $((l + 60)) ctest --output-on-failure \
+    --output-junit "$W/$name.xml" --stop-time "$stop" -R "$re") >"$W/$name.log" 2>&1
+  say "$name: exit $?"
+  grep -E '^ *[0-9]+/[0-9]+ Test +#|tests passed|tests failed|Not Run|stop time' "$W/$name.log" |
+    sed 's/^/    /' | tee -a "$SUM" >/dev/null
+  cp -f "$BUILD/Testing/Temporary/LastTest.log" "$W/$name.LastTest.log" 2>/dev/null
+}
+
+say "gpu_backlog.sh: commit $(git rev-parse --short HEAD 2>/dev/null) $(git status --short | wc -l) changed files; budget $BUDGET s"
+
+# ---- build -------------------------------------------------------------------------------------
+OUT=$W/build GCOLL_GPU_CMAKE_ARGS=-DCMAKE_CUDA_ARCHITECTURES=90-real \
+  bash scripts/gpu_validate.sh build >"$W/build.log" 2>&1
+rc=$?
+say "build: exit $rc"
+if [ "$rc" -ne 0 ] || [ ! -f "$BUILD/lib/libgcoll.so" ]; then
+  tail -40 "$W/build.log"
+  exit 2
+fi
+# shellcheck disable=SC1091
+. /opt/gcoll-deps/env.sh
+# shellcheck disable=SC1091
+. scripts/env.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export GCOLL_GPU_TESTS_EMULATE=0
+unset GCOLL_CUDA
+nvidia-smi -q -d COMPUTE,CLOCK >"$W/nvidia-smi-q.txt" 2>&1
+(cd "$BUILD" && ctest -N -L gpu) >"$W/gpu-tests.txt" 2>&1
+
+# ---- GCOLL_BACKLOG_PLAN=recheck: a short rerun of chosen tests, without then with MPS ----------
+if [ "$PLAN" = recheck ]; then
+  mps_off
+  ctest_group R1-nomps "${GCOLL_RECHECK_CAP:-120}" "${GCOLL_RECHECK_NOMPS:-^gpu\.(fused_kernels|ipc_probe\.np2)$}"
+  if mps_on; then
+    ctest_group R2-mps "${GCOLL_RECHECK_CAP:-120}" "${GCOLL_RECHECK_MPS:-^gpu\.(ipc_probe\.np2)$}"
+    mps_off
+  fi
+  exit 0
+fi
+
+# ---- A: without MPS, the essentials ------------------------------------------------------------
+mps_off
+ctest_group A-nomps 90 '^gpu\.(kernels|fused_kernels|mpi\.default\.np4|mpi\.vnodes2\.pipelined\.np4|stats\.engine\.np4|osu\.allreduce\.np4)$'
+
+# ---- B: with MPS -------------------------------------------------------------------------------
+if mps_on; then
+  # which path the calls take under MPS (the log says whether the fused one-shot is on)
+  timeout -k 5 40 mpirun -np 4 -x GCOLL_DEVICE_FUSED=auto -x GCOLL_DEBUG=INFO \
+    -x LD_PRELOAD="$BUILD/lib/libgcoll.so" "$BUILD/bin/osu_allreduce" -d cuda -c -m 8:1048576 \
+    -T mpi_float -i 20 -x 5 >"$W/B0-info.txt" 2>&1
+  say "B0 (osu_allreduce -c, GCOLL_DEBUG=INFO): exit $?"
+  grep -m4 -E 'device engine|fused' "$W/B0-info.txt" | sed 's/^/    /' >>"$SUM"
+  ctest_group B1-mps 60 '^gpu\.fused\.np[24]$'
+  ctest_group B2-mps 110 '^gpu\.(mpi\.default\.np[248]|mpi\.chunk64k\.np4)$'
+  ctest_group B3-mps 60 '^gpu\.(mpi\.vnodes2\.pipelined\.np4|traffic\.(large|small)\.pipelined\.n2xl2|stats\..*|osu\..*)$'
+  # ---- C: the direct way, UCX with CUDA support (the wheel) --------------------------------------
+  if [ -f .ucx-cuda/libucx/lib/libucp.so.0 ]; then
+    (
+      export LD_LIBRARY_PATH=$ROOT/.ucx-cuda/libucx/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      .ucx-cuda/libucx/bin/ucx_info -d 2>&1 | grep -E 'Memory domain|Transport|memory types' >"$W/C-ucx_info.txt"
+      ctest_group C-direct-mps 50 '^gpu\.(mpi\.vnodes2\.direct\.np4|traffic\.large\.direct\.n2xl2)$'
+    )
+  else
+    say "C: no .ucx-cuda carried"
+  fi
+  mps_off
+fi
+
+# ---- D: small calls ----------------------------------------------------------------------------
+l=$(($(left) - 20))
+[ "$l" -gt 100 ] && l=100
+if [ "$l" -ge 40 ]; then
+  say "D: small_calls.py (up to $l s)"
+  timeout -k 5 "$l" python3 benchmarks/small_calls.py "$BUILD" --mps on --emulated off --reps 2 \
+    -m 8:1048576 -i 100 -x 10 --show 8,64,512,4K,32K,256K,1M --env GCOLL_DEVICE_FUSED=auto \
+    --out "$W/small_calls.md" >"$W/D-small_calls.out" 2>"$W/D-small_calls.err"
+  say "D: exit $?"
+  cat "$W/small_calls.md" >>"$SUM" 2>/dev/null
+fi
+l=$(($(left) - 20))
+if [ "$l" -ge 25 ] && mps_on; then
+  say "D2: fused off vs on, osu_allreduce -d cuda under MPS"
+  for rep in 1 2; do
+    for f in off on; do
+      timeout -k 5 30 mpirun -np 4 -x GCOLL_DEVICE_FUSED=$f -x LD_PRELOAD="$BUILD/lib/libgcoll.so" \
+        "$BUILD/bin/osu_allreduce" -d cuda -m 8:1048576 -T mpi_float -i 200 -x 20 \
+        >"$W/D2-fused-$f-$rep.txt" 2>&1
+      say "D2 fused=$f rep $rep: exit $?"
+    done
+  done
+  mps_off
+  for f in off on; do
+    echo "fused=$f:" >>"$SUM"
+    paste "$W/D2-fused-$f-1.txt" "$W/D2-fused-$f-2.txt" | grep -E '^ *[0-9]+ ' >>"$SUM"
+  done
+fi
+
+# ---- A2: without MPS, the rest -----------------------------------------------------------------
+ctest_group A2-nomps 200 '^gpu\.(fused\.np2|mpi\.default\.np[28]|mpi\.staged\.np4|mpi\.managed\.np4|stats\..*|osu\..*|memkind\..*|mpi\.nofused\.np4)$'
+exit 0
