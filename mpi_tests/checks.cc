@@ -83,6 +83,49 @@ void free_derived_types(std::vector<DerivedType> &v) {
   v.clear();
 }
 
+std::vector<IntLayout> int_layouts() {
+  std::vector<IntLayout> v;
+  v.push_back({MPI_INT, 1, "MPI_INT", false});
+  MPI_Datatype t;
+  PMPI_Type_contiguous(3, MPI_INT, &t);
+  PMPI_Type_commit(&t);
+  v.push_back({t, 3, "contiguous(3 x MPI_INT)", true});
+  PMPI_Type_vector(2, 2, 3, MPI_INT, &t);  // ints 0,1 and 3,4: a gap inside each element
+  PMPI_Type_commit(&t);
+  v.push_back({t, 4, "vector(2 blocks of 2 MPI_INT, stride 3)", true});
+  {
+    // Out of order: the type map is int 5, ints 0-1, int 3 (memory order differs).
+    int lens[3] = {1, 2, 1}, displs[3] = {5, 0, 3};
+    PMPI_Type_indexed(3, lens, displs, MPI_INT, &t);
+    PMPI_Type_commit(&t);
+    v.push_back({t, 4, "indexed({1,2,1} at {5,0,3} x MPI_INT)", true});
+  }
+  PMPI_Type_create_resized(MPI_INT, 0, 8, &t);  // a gap after each int
+  PMPI_Type_commit(&t);
+  v.push_back({t, 1, "resized(MPI_INT, extent 8)", true});
+  {
+    // Two ints at byte 4 of a 12-byte element: data away from the lower bound.
+    MPI_Datatype inner;
+    int lens[1] = {2}, displs[1] = {1};
+    PMPI_Type_indexed(1, lens, displs, MPI_INT, &inner);
+    PMPI_Type_create_resized(inner, 0, 12, &t);
+    PMPI_Type_free(&inner);
+    PMPI_Type_commit(&t);
+    v.push_back({t, 2, "resized(2 x MPI_INT at byte 4, extent 12)", true});
+  }
+  return v;
+}
+
+void free_layouts(std::vector<IntLayout> &v) {
+  for (IntLayout &l : v)
+    if (l.owned) PMPI_Type_free(&l.type);
+  v.clear();
+}
+
+DataSpec spec_of_layout(const IntLayout &l) {
+  return l.owned ? spec_of_derived(l.type, l.name) : spec_of(find_type(MPI_INT));
+}
+
 namespace {
 
 std::string where(const char *coll, const std::string &type, const char *op, size_t count,

@@ -55,6 +55,21 @@ struct DerivedType {
 std::vector<DerivedType> make_derived_types();
 void free_derived_types(std::vector<DerivedType> &v);
 
+// Datatypes whose elements are `ints` MPI_INTs each (lower bound 0), in several layouts,
+// for calls where each rank uses another datatype with the same type signature:
+// MPI_INT; contiguous(3); a vector with a gap; an indexed type whose ints lie out of
+// order in memory; MPI_INT resized with a gap; two ints at byte 4 of a 12-byte element.
+struct IntLayout {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int ints = 1;  // ints per element
+  std::string name;
+  bool owned = false;
+};
+std::vector<IntLayout> int_layouts();
+void free_layouts(std::vector<IntLayout> &v);
+// The DataSpec of one of them.
+DataSpec spec_of_layout(const IntLayout &l);
+
 bool check_allreduce(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count,
                      bool in_place, uint32_t seed);
 

@@ -25,6 +25,11 @@ const char *gcoll_version(void);
  * to `out`. Works before MPI_Init and without MPI. Returns 0, or -1 on a write error. */
 int gcoll_print_info(FILE *out);
 
+/* Prints the settings table as Markdown rows (setting, type, default, what a communicator
+ * does when its ranks differ, meaning): the README's table. Returns 0, or -1 on a write
+ * error. `gcoll_info --markdown` calls it. */
+int gcoll_print_settings_markdown(FILE *out);
+
 /* 1 when the library takes part in collectives (GCOLL_ENABLE=1), else 0. */
 int gcoll_enabled(void);
 

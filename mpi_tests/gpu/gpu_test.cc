@@ -21,6 +21,8 @@
 //                       buffers: allreduce (with a user-defined op: Open MPI takes
 //                       predefined ops on predefined types only), bcast, allgather
 //                       (also with different send and receive types)
+//   GpuSignatures       bcast and allgather with another datatype on every rank (the same
+//                       type signature), device and host buffers
 //   GpuUserOp           MPI_Op_create ops (commutative and not) on device buffers
 //   GpuStale            buffers freed and reallocated between calls (often at the same
 //                       address), on all ranks or on some only
@@ -416,6 +418,41 @@ TEST_P(GpuDerived, Allgather) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, GpuDerived, ::testing::Values(CommKind::World, CommKind::SplitReversed),
+                         [](const ::testing::TestParamInfo<CommKind> &info) { return comm_id(info.param); });
+
+// ---- type signatures, not datatype handles --------------------------------------------------
+// Each rank its own datatype, the same type signature (checks.h: int_layouts): every rank
+// must take the same path (a rank with a derived datatype packs its own buffer); before
+// the path was decided by signature, a rank with MPI_INT took the device engine and one
+// with a derived type the staged path: a hang (the watchdog ends it). Host buffers on
+// some ranks too (the fourth assignment): deviators and packing at once.
+
+class GpuSignatures : public ::testing::TestWithParam<CommKind> {};
+
+TEST_P(GpuSignatures, DatatypesDifferBetweenRanks) {
+  ScopedComm c(GetParam());
+  auto layouts = int_layouts();
+  const int nl = static_cast<int>(layouts.size());
+  bool ok = true;
+  for (int shift : {0, 1, 3}) {
+    const IntLayout &s = layouts[static_cast<size_t>((c->rank + shift) % nl)];
+    const IntLayout &r = layouts[static_cast<size_t>((c->rank + shift + 1) % nl)];
+    const DataSpec sd = spec_of_layout(s), rd = spec_of_layout(r);
+    // shift 3: odd ranks pass host memory
+    const Layout l = shift == 3 && c->rank % 2 ? layout_of(Mem::Host, Mem::Host) : Layout{};
+    for (size_t ints : {size_t{0}, size_t{12}, size_t{1200}, size_t{120000}}) {
+      for (int root : {0, c->size - 1})
+        ok = dev_bcast(*c, rd, ints / static_cast<size_t>(r.ints), root, next_seed(), l) && ok;
+      const size_t sc = ints / static_cast<size_t>(s.ints), rc = ints / static_cast<size_t>(r.ints);
+      ok = dev_allgather(*c, sd, sc, rd, rc, false, next_seed(), l) && ok;
+      ok = dev_allgather(*c, rd, rc, rd, rc, true, next_seed(), l) && ok;
+    }
+  }
+  free_layouts(layouts);
+  EXPECT_ALL_RANKS(ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(, GpuSignatures, ::testing::Values(CommKind::World, CommKind::SplitOddEven),
                          [](const ::testing::TestParamInfo<CommKind> &info) { return comm_id(info.param); });
 
 // ---- user-defined ops (the staged path) -------------------------------------------------------

@@ -128,8 +128,9 @@ std::string format_value(const SettingDef &d, const Value &v) {
 const std::vector<SettingDef> kSettings = {
     {"GCOLL_ENABLE", SettingType::Bool, "1", nullptr,
      "0: every call goes straight to the MPI's PMPI_* function; the library does nothing else "
-     "(no stats).",
-     [](Config &c, const Value &v) { c.enable = v.b; }},
+     "(no stats). Must be the same on every rank: a rank that is off takes part in none of gcoll's agreements.",
+     [](Config &c, const Value &v) { c.enable = v.b; },
+     "cannot be agreed (a rank that is off takes part in nothing of gcoll): must be set alike on every rank"},
     {"GCOLL_DEBUG", SettingType::Enum, "WARN", "WARN|INFO|TRACE",
      "Log level on stderr, lines prefixed with [gcoll host:rank]. TRACE logs every call.",
      [](Config &c, const Value &v) { c.debug = static_cast<LogLevel>(v.choice); }},
@@ -140,22 +141,29 @@ const std::vector<SettingDef> kSettings = {
     {"GCOLL_HOST_BUFFERS", SettingType::Enum, "mpi", "mpi|engine",
      "Host-memory calls: mpi = the MPI's own collectives; engine = gcoll's node-aware algorithms "
      "(shared memory inside a node, UCX between nodes).",
-     [](Config &c, const Value &v) { c.host_engine = v.choice == 1; }},
+     [](Config &c, const Value &v) { c.host_engine = v.choice == 1; },
+     "host buffers go to the MPI where any rank says mpi"},
     {"GCOLL_RANKS_PER_NODE", SettingType::Int, "0", "0:1048576",
      "0: nodes are the machines. k > 0: cut each machine into virtual nodes of k consecutive local ranks "
      "(runs the multi-node paths on one machine).",
-     [](Config &c, const Value &v) { c.ranks_per_node = static_cast<int>(v.i); }},
+     [](Config &c, const Value &v) { c.ranks_per_node = static_cast<int>(v.i); },
+     "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_TUNE", SettingType::String, "", nullptr,
-     "Algorithm selection rules tried before the defaults, e.g. allreduce:0-64K:@rd,allreduce:64K-inf:@ring "
-     "(gcoll_info lists algorithms and defaults). Invalid rules are reported and ignored whole.",
-     [](Config &c, const Value &v) { c.tune = v.s; }},
+     "Algorithm selection rules tried before the defaults, e.g. allreduce:0-64K:@rd,allreduce:64K-inf:@ring. "
+     "Grammar: coll:lo-hi:@algorithm, comma-separated, sizes with K/M/G or inf, [lo, hi) in message bytes "
+     "(allgather: the per-rank block). gcoll_info lists every algorithm with its default size range and the "
+     "rules in effect. Invalid rules are reported and ignored whole.",
+     [](Config &c, const Value &v) { c.tune = v.s; },
+     "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_CHUNK_SIZE", SettingType::Size, "1M", "4096:1073741824",
      "Pipeline chunk of the engine; also each rank's shared-memory bank (node segment = 2 x ranks x chunk).",
-     [](Config &c, const Value &v) { c.chunk_size = v.size; }},
+     [](Config &c, const Value &v) { c.chunk_size = v.size; },
+     "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_TIMEOUT", SettingType::Int, "0", "0:86400",
      "Seconds an engine call waits for a peer before failing with MPI_ERR_OTHER; 0 = wait as long as the "
      "peer lives (dead peers are detected either way).",
-     [](Config &c, const Value &v) { c.timeout_s = static_cast<int>(v.i); }},
+     [](Config &c, const Value &v) { c.timeout_s = static_cast<int>(v.i); },
+     "the smallest nonzero value of the ranks"},
     {"GCOLL_WAIT", SettingType::Enum, "auto", "auto|spin|yield|sleep",
      "How a rank waits for its peers (engine syncs, device work): spin = poll without giving the core away "
      "(dedicated cores); yield = sched_yield between polls; sleep = a few yields, then sleeps of 16 to 128 us; "
@@ -172,7 +180,8 @@ const std::vector<SettingDef> kSettings = {
      [](Config &c, const Value &v) {
        c.cuda = v.choice != 1;
        c.cuda_emulate = v.choice == 2;
-     }},
+     },
+     "the communicator uses the MPI (device buffers staged where a rank sees them)"},
     {"GCOLL_EMU_DELAY", SettingType::Int, "200", "0:1000000",
      "GCOLL_CUDA=emulate only: each operation queued on an emulated stream (copy, reduction, event) waits a "
      "random 0 to this many microseconds before it runs, so that a missing wait shows as a wrong result.",
@@ -180,18 +189,21 @@ const std::vector<SettingDef> kSettings = {
     {"GCOLL_DEVICE_BUFFERS", SettingType::Enum, "engine", "engine|staged",
      "Device-memory calls: engine = gcoll's algorithms on the GPU (CUDA IPC and kernels inside a node); "
      "staged = copy to pinned host memory, run the MPI's collective, copy back.",
-     [](Config &c, const Value &v) { c.device_engine = v.choice == 0; }},
+     [](Config &c, const Value &v) { c.device_engine = v.choice == 0; },
+     "device buffers are staged where any rank says staged"},
     {"GCOLL_UNIFORM_MEMORY", SettingType::Bool, "0", nullptr,
      "1: the application promises that in every call all ranks pass the same kind of memory (all host, or all "
      "device allocated the same way), which saves the memory-kind agreements (a small allreduce now and then, "
      "GCOLL_MEMORY_AGREE_INTERVAL) on communicators that can see a GPU. Applies only where every rank of the "
      "communicator sets it. A broken promise hangs.",
-     [](Config &c, const Value &v) { c.uniform_memory = v.b; }},
+     [](Config &c, const Value &v) { c.uniform_memory = v.b; },
+     "memory kinds are agreed where any rank does not promise them"},
     {"GCOLL_DEVICE_CHUNK_SIZE", SettingType::Size, "8M", "65536:4294967296",
      "Pipeline chunk of device-memory calls that do not read peers' buffers in place (small messages, "
      "cudaMallocAsync memory): each rank holds 2 banks + 4 work chunks of GPU memory per communicator, "
      "allocated at its first device call.",
-     [](Config &c, const Value &v) { c.device_chunk_size = v.size; }},
+     [](Config &c, const Value &v) { c.device_chunk_size = v.size; },
+     "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_IPC_CACHE_SIZE", SettingType::Size, "16G", "0:1099511627776",
      "Bound on the bytes of peers' device buffers kept mapped (CUDA IPC) between calls; least recently used "
      "mappings are closed first. A stale mapping keeps the peer's freed memory alive.",
@@ -202,7 +214,8 @@ const std::vector<SettingDef> kSettings = {
      "time-sliced GPU would stall a waiting kernel). on: also where that cannot be told. off (default: correct on "
      "an H200 under MPS, and faster than off there, but slower than its targets; docs/gpu-validation.md): never. Agreed by the node's "
      "ranks (any off wins). Whatever it says, small calls on GPUs shared without MPS are staged.",
-     [](Config &c, const Value &v) { c.device_fused = v.choice; }},
+     [](Config &c, const Value &v) { c.device_fused = v.choice; },
+     "off where any rank of a node says off, else auto where any says auto"},
     {"GCOLL_DEVICE_NET", SettingType::Enum, "auto", "auto|direct|pipelined",
      "Device-memory calls across nodes: how the bytes between nodes leave and reach GPU memory. direct: UCX "
      "sends and receives from device memory itself (GPUDirect RDMA where the NIC and driver allow); needs a "
@@ -211,12 +224,14 @@ const std::vector<SettingDef> kSettings = {
      "in of the one before that in flight together. auto: direct where UCX supports CUDA memory on every rank, "
      "else pipelined. Agreed by all ranks of a communicator at its first device call (pipelined wins where "
      "direct cannot run everywhere); gcoll_info and GCOLL_DEBUG=INFO say which was chosen and why.",
-     [](Config &c, const Value &v) { c.device_net = v.choice; }},
+     [](Config &c, const Value &v) { c.device_net = v.choice; },
+     "pipelined where any rank says pipelined or cannot go direct"},
     {"GCOLL_DEVICE_NET_CHUNK", SettingType::Size, "1M", "4096:1073741824",
      "Piece of the pipelined way across nodes (GCOLL_DEVICE_NET): each message between nodes travels in pieces "
      "of this size through pinned host memory, at most 4 pieces in flight per message and direction. Must be "
      "equal on every rank.",
-     [](Config &c, const Value &v) { c.device_net_chunk = v.size; }},
+     [](Config &c, const Value &v) { c.device_net_chunk = v.size; },
+     "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_MEMORY_CACHE", SettingType::Bool, "1", nullptr,
      "1: remember what kind of memory a buffer is, so that a buffer seen before costs no driver query; kept "
      "exact by the emulated GPU's allocations and frees, and on a real GPU by UCX's memory hooks (any unmap or "
@@ -228,7 +243,8 @@ const std::vector<SettingDef> kSettings = {
      "collective and size class (a small hidden allreduce, where a rank can see a GPU): agreed at the first call, "
      "then after 1, 2, 4, ... calls up to this many while the answer stays the same; in between every rank "
      "follows the last answer and a rank whose buffers differ copies them. 1: agree at every call.",
-     [](Config &c, const Value &v) { c.agree_interval = static_cast<int>(v.i); }},
+     [](Config &c, const Value &v) { c.agree_interval = static_cast<int>(v.i); },
+     "1: the memory kinds are agreed at every call"},
 };
 
 }  // namespace

@@ -48,6 +48,10 @@ struct SettingDef {
   const char *choices;        // Enum: "A|B|C"; Int/Size: "min:max"; else nullptr
   const char *help;
   void (*store)(Config &, const Value &);
+  // Must be equal on every rank of a communicator (nullptr: may differ): what a
+  // communicator whose ranks differ does instead (agreed at its first call,
+  // base/uniform_settings.h).
+  const char *differ = nullptr;
 };
 
 const std::vector<SettingDef> &settings_table();

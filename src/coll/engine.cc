@@ -24,14 +24,6 @@ namespace {
 // unless UCX_RNDV_THRESH is lowered below this).
 constexpr std::size_t kRendezvousMinBytes = 1024;
 
-// Settings that must be equal on every rank for the ranks to run the same schedule.
-long long schedule_fingerprint() {
-  const Config &c = config();
-  const std::string s = std::to_string(c.ranks_per_node) + "|" + c.tune + "|" + std::to_string(c.chunk_size) + "|" +
-                        (c.host_engine ? "engine" : "mpi") + "|" + std::to_string(c.device_net_chunk);
-  return static_cast<long long>(std::hash<std::string>{}(s) & 0x7fffffffffffffffULL);
-}
-
 // engine_set_concurrent_threads (engine.h).
 std::atomic<bool> g_concurrent_threads{true};
 
@@ -43,16 +35,16 @@ void hidden_mpi_call() { process_stats().count(Counter::HiddenMpi); }
 // base/log.h), so that the rank still takes part in the agreement that follows (an
 // exception would leave its peers waiting).
 
-Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
+Status build(MPI_Comm comm, const EngineSettings &s, std::unique_ptr<Engine> *out) {
   auto e = std::make_unique<Engine>();
   e->comm = comm;
   const Config &c = config();
   Status st = build_topology(comm, c.ranks_per_node, &e->topo);
   if (!ok(st)) return st;
-  e->timeout_s = c.timeout_s;
+  e->timeout_s = s.timeout_s;
   HostSpaceOptions opt;
   opt.bank_bytes = c.chunk_size;
-  opt.timeout_s = c.timeout_s;
+  opt.timeout_s = s.timeout_s;
   if (e->topo.num_nodes > 1) opt.progress = [] { ucx::progress(); };
   st = create_host_space(e->topo.node_comm, opt, &e->host_space);
   if (!ok(st)) return st;
@@ -78,7 +70,7 @@ Status build(MPI_Comm comm, std::unique_ptr<Engine> *out) {
 EngineSlot::EngineSlot() = default;
 EngineSlot::~EngineSlot() = default;
 
-Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out) {
+Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, const EngineSettings &s, Engine **out) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (g_concurrent_threads.load(std::memory_order_relaxed)) lock.lock();
   if (state_ == State::Unavailable) return Status::NotSupported;
@@ -91,17 +83,14 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out
     state_ = State::Unavailable;
     return Status::NotSupported;
   }
-  // Agree on the settings first: a mismatch would make ranks run different schedules.
-  long long fp[2] = {schedule_fingerprint(), -schedule_fingerprint()};
-  hidden_mpi_call();
-  if (PMPI_Allreduce(MPI_IN_PLACE, fp, 2, MPI_LONG_LONG, MPI_MAX, comm) != MPI_SUCCESS) return Status::ErrComm;
-  if (fp[0] != -fp[1]) {
-    GCOLL_WARN("GCOLL_* engine settings differ between the ranks of a communicator; it uses the MPI's collectives");
+  // Settings that differ between the ranks (agreed at the communicator's first call, and
+  // warned about there): the ranks would run different schedules.
+  if (!s.usable) {
     state_ = State::Unavailable;
     return Status::NotSupported;
   }
   std::unique_ptr<Engine> e;
-  const Status st = without_exceptions("engine setup", [&] { return build(comm, &e); });
+  const Status st = without_exceptions("engine setup", [&] { return build(comm, s, &e); });
   int good = ok(st) ? 1 : 0;
   hidden_mpi_call();
   if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
@@ -149,7 +138,7 @@ Status Engine::create_device_space(int gpu) {
   CudaSpaceOptions o;
   o.device = gpu;
   o.bank_bytes = c.device_chunk_size;
-  o.timeout_s = c.timeout_s;
+  o.timeout_s = timeout_s;
   o.ipc_cache_bytes = c.ipc_cache_size;
   // Across nodes the bank algorithms run (the fused ops are one node's), and they need
   // the banks and the work area that a space which fuses does not have.
@@ -238,6 +227,10 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   CollArgs call = a;
   call.fused = a.mem == MemKind::Device && space->can_fuse();
   call.time_sliced = a.mem == MemKind::Device && space->time_sliced();
+  // What the kernels cannot do (the long double types on a GPU) is known to every
+  // algorithm's supports() before anything is published: the call is staged (device) or
+  // given to the MPI (host), on every rank alike.
+  call.reducible = a.coll != Coll::Allreduce || space->can_reduce(a.dtype, a.op);
   const Algorithm *algo = select_algorithm(user_tune_rules(), call, topo);
   if (!algo || !algo->run) return Status::NotSupported;  // no algorithm, or @staged: the caller stages it
   const std::uint64_t intra0 = space->bytes_published, inter0 = rail ? rail->bytes_sent() : 0;

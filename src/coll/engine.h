@@ -94,6 +94,7 @@ struct CollArgs {
   bool zero_copy = false;         // device: every rank's buffers can be exposed (CUDA IPC)
   bool fused = false;             // device: the node's device space runs fused ops (set by Engine::run)
   bool time_sliced = false;       // device: ranks share a GPU without MPS (set by Engine::run)
+  bool reducible = true;          // allreduce: the space's kernels take (dtype, op) (set by Engine::run)
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };
 
@@ -118,6 +119,14 @@ const std::vector<Algorithm> &algorithms();
 const Algorithm *find_algorithm(Coll c, const std::string &name);
 int algorithm_index(const Algorithm *a);  // position in algorithms() (for stats)
 
+// What the ranks of a communicator agreed at its first call (base/uniform_settings.h)
+// that the engine needs: whether the settings that shape its schedules are equal on every
+// rank, and the timeout every rank uses.
+struct EngineSettings {
+  bool usable = true;
+  int timeout_s = 0;
+};
+
 // The engine's front door, one per communicator (held by src/pmpi's communicator state).
 class EngineSlot {
  public:
@@ -126,12 +135,12 @@ class EngineSlot {
   EngineSlot(const EngineSlot &) = delete;
   EngineSlot &operator=(const EngineSlot &) = delete;
   // The engine of `comm` (`id`: its number in the logs). The first call is collective
-  // over the communicator: it agrees on the settings that shape the schedule, builds the
-  // topology, the node memory space and the rail transport, and all ranks agree on the
-  // outcome before anything else happens. NotSupported, on every rank alike, when the
-  // engine cannot serve the communicator (an intercommunicator, settings that differ,
-  // a failed setup): from then on, without asking again.
-  Status get(MPI_Comm comm, bool inter, std::uint64_t id, Engine **out);
+  // over the communicator: it builds the topology, the node memory space and the rail
+  // transport, and all ranks agree on the outcome before anything else happens.
+  // NotSupported, on every rank alike, when the engine cannot serve the communicator (an
+  // intercommunicator, settings that differ: !s.usable, a failed setup): from then on,
+  // without asking again.
+  Status get(MPI_Comm comm, bool inter, std::uint64_t id, const EngineSettings &s, Engine **out);
 
  private:
   enum class State { Untried, Ready, Unavailable };

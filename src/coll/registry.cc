@@ -7,15 +7,20 @@ namespace gcoll {
 
 namespace {
 
+// An allreduce whose (type, op) the space's kernels take (CollArgs::reducible); every
+// other collective moves bytes.
+bool can_run(const CollArgs &a) { return a.coll != Coll::Allreduce || a.reducible; }
+
 // The bank algorithms: everywhere but on a device space that fuses (its banks are the
 // fused ops' there, memspace.h).
-bool banks(const CollArgs &a, const Topology &) { return !(a.mem == MemKind::Device && a.fused); }
+bool banks(const CollArgs &a, const Topology &) { return can_run(a) && !(a.mem == MemKind::Device && a.fused); }
 
 // Device buffers on one node whose device space fuses (agreed at its creation); elements
 // whose size divides the blocks' alignment (all but the long double types, which the
 // CUDA kernels do not have anyway).
 bool device_fused(const CollArgs &a, const Topology &t) {
-  return a.mem == MemKind::Device && a.fused && t.num_nodes == 1 && a.elem > 0 && kFusedAlign % a.elem == 0;
+  return can_run(a) && a.mem == MemKind::Device && a.fused && t.num_nodes == 1 && a.elem > 0 &&
+         kFusedAlign % a.elem == 0;
 }
 
 // Any device buffers: the staged path (the engine declines, the caller stages the call).
@@ -25,7 +30,7 @@ bool device_any(const CollArgs &a, const Topology &) { return a.mem == MemKind::
 // At most 16 local ranks (kCudaMaxSources): one kernel pass reads every source before it
 // writes, so an in-place destination may alias a source; a second pass would not.
 bool device_one_node(const CollArgs &a, const Topology &t) {
-  return a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1 && t.local_size <= 16;
+  return can_run(a) && a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1 && t.local_size <= 16;
 }
 
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,

@@ -13,12 +13,9 @@ namespace gcoll {
 
 namespace {
 
-// Where `count` elements of `type` lie relative to the buffer pointer: [lo, lo + bytes).
-struct Span {
-  MPI_Aint lo = 0;
-  std::size_t bytes = 0;
-  bool holes = false;  // bytes the datatype does not describe lie inside the span
-};
+cuda::Runtime &rt() { return cuda::runtime(); }
+
+}  // namespace
 
 bool span_of(int count, MPI_Datatype type, Span *out) {
   *out = Span{};
@@ -36,99 +33,91 @@ bool span_of(int count, MPI_Datatype type, Span *out) {
   return true;
 }
 
-cuda::Runtime &rt() { return cuda::runtime(); }
-
-// A staging session for one call: the device made current (and restored), host copies
-// of the device buffers, copies in both directions on the GPU's staging stream.
-class Stager {
- public:
-  explicit Stager(int device) : scope_(device), device_(device) {
-    if (!ok(scope_.status())) {
-      fail("cannot make the buffers' GPU current");
-      return;
-    }
-    stream_ = pinned::stream(device);
-    if (!stream_) {
-      fail("no CUDA stream for staging");
-      return;
-    }
-    order_ = pinned::take_event(device);
-    if (!order_) fail("no CUDA event for staging");
-  }
-  ~Stager() {
-    for (void *p : held_) pinned::put(p);
-    if (order_) pinned::give_event(device_, order_);
-  }
-  Stager(const Stager &) = delete;
-  Stager &operator=(const Stager &) = delete;
-
-  // A host copy of the span of `count` x `type` at `dev`; `copy_in` fills it from the
-  // device. Returns the pointer the MPI gets (span start minus lo); after a failure,
-  // failed() is true and the pointer must not be used.
-  void *host_copy(const void *dev, const Span &s, bool copy_in) {
-    if (failed_) return nullptr;
-    void *h = s.bytes ? pinned::get(s.bytes) : nullptr;
-    if (s.bytes && !h) {
-      fail("out of pinned host memory", Status::ErrNoMem);
-      return nullptr;
-    }
-    if (h) held_.push_back(h);
-    if (copy_in && s.bytes) {
-      // The application may have written the buffer with work still in flight on its
-      // default stream (cudaMemcpy from pageable memory returns before the data lands):
-      // the copy waits for it.
-      if (!ok(rt().order_after_default_streams(stream_, order_)) ||
-          !ok(rt().memcpy_async(h, static_cast<const char *>(dev) + s.lo, s.bytes, stream_)) ||
-          !ok(rt().stream_synchronize(stream_))) {
-        fail("copy of a device buffer to host memory failed");
-        return nullptr;
-      }
-    }
-    return static_cast<char *>(h) - s.lo;
-  }
-
-  void copy_out(void *dev, const void *host, const Span &s) {
-    if (failed_ || !s.bytes) return;
-    // Ordered after the application's default-stream work too: a write of ours must not
-    // be overtaken by an older write of the application to the same buffer.
-    if (!ok(rt().order_after_default_streams(stream_, order_)) ||
-        !ok(rt().memcpy_async(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
-                              stream_)) ||
-        !ok(rt().stream_synchronize(stream_)))
-      fail("copy of the result back to device memory failed");
-  }
-
-  bool failed() const { return failed_; }
-  // The outcome: the MPI's return code, or the staging failure.
-  StagedResult result(int mpi_rc) const {
-    StagedResult r;
-    r.mpi_rc = mpi_rc;
-    if (failed_) {
-      r.status = status_;
-      r.why = std::string(message_) + " (" + rt().last_error() + ")";
-    }
-    return r;
-  }
-
- private:
+struct Stager::Impl {
+  explicit Impl(int device) : scope(device), device(device) {}
   void fail(const char *msg, Status st = Status::ErrInternal) {
-    if (failed_) return;
-    message_ = msg;
-    status_ = st;
-    failed_ = true;
+    if (failed) return;
+    message = msg;
+    status = st;
+    failed = true;
   }
-
-  DeviceScope scope_;
-  int device_ = -1;
-  const char *message_ = "";
-  Status status_ = Status::Ok;
-  cuda::Stream stream_ = nullptr;
-  cuda::Event order_ = nullptr;
-  bool failed_ = false;
-  std::vector<void *> held_;
+  DeviceScope scope;
+  int device = -1;
+  const char *message = "";
+  Status status = Status::Ok;
+  cuda::Stream stream = nullptr;
+  cuda::Event order = nullptr;
+  bool failed = false;
+  std::vector<void *> held;
 };
 
-}  // namespace
+Stager::Stager(int device) : impl_(new Impl(device)) {
+  Impl &m = *impl_;
+  if (!ok(m.scope.status())) {
+    m.fail("cannot make the buffers' GPU current");
+    return;
+  }
+  m.stream = pinned::stream(device);
+  if (!m.stream) {
+    m.fail("no CUDA stream for staging");
+    return;
+  }
+  m.order = pinned::take_event(device);
+  if (!m.order) m.fail("no CUDA event for staging");
+}
+
+Stager::~Stager() {
+  for (void *p : impl_->held) pinned::put(p);
+  if (impl_->order) pinned::give_event(impl_->device, impl_->order);
+  delete impl_;
+}
+
+void *Stager::host_copy(const void *dev, const Span &s, bool copy_in) {
+  Impl &m = *impl_;
+  if (m.failed) return nullptr;
+  void *h = s.bytes ? pinned::get(s.bytes) : nullptr;
+  if (s.bytes && !h) {
+    m.fail("out of pinned host memory", Status::ErrNoMem);
+    return nullptr;
+  }
+  if (h) m.held.push_back(h);
+  if (copy_in && s.bytes) {
+    // The application may have written the buffer with work still in flight on its
+    // default stream (cudaMemcpy from pageable memory returns before the data lands):
+    // the copy waits for it.
+    if (!ok(rt().order_after_default_streams(m.stream, m.order)) ||
+        !ok(rt().memcpy_async(h, static_cast<const char *>(dev) + s.lo, s.bytes, m.stream)) ||
+        !ok(rt().stream_synchronize(m.stream))) {
+      m.fail("copy of a device buffer to host memory failed");
+      return nullptr;
+    }
+  }
+  return static_cast<char *>(h) - s.lo;
+}
+
+void Stager::copy_out(void *dev, const void *host, const Span &s) {
+  Impl &m = *impl_;
+  if (m.failed || !s.bytes) return;
+  // Ordered after the application's default-stream work too: a write of ours must not
+  // be overtaken by an older write of the application to the same buffer.
+  if (!ok(rt().order_after_default_streams(m.stream, m.order)) ||
+      !ok(rt().memcpy_async(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
+                            m.stream)) ||
+      !ok(rt().stream_synchronize(m.stream)))
+    m.fail("copy of the result back to device memory failed");
+}
+
+bool Stager::failed() const { return impl_->failed; }
+
+StagedResult Stager::result(int mpi_rc) const {
+  StagedResult r;
+  r.mpi_rc = mpi_rc;
+  if (impl_->failed) {
+    r.status = impl_->status;
+    r.why = std::string(impl_->message) + " (" + rt().last_error() + ")";
+  }
+  return r;
+}
 
 // A staging failure is local (out of pinned memory, a CUDA error): the rank cannot take
 // part in the MPI call. Its caller reports it through the error handler; its peers then

@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <string>
 
 #include "base/status.h"
@@ -43,5 +44,40 @@ StagedResult staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype s
 // Inside MPI_Finalize: frees the pooled pinned buffers and the staging streams (before the
 // application may reset its devices; mem/pinned.h).
 void release_staging();
+
+// Where `count` elements of `type` lie relative to the buffer pointer: [lo, lo + bytes).
+struct Span {
+  MPI_Aint lo = 0;
+  std::size_t bytes = 0;
+  bool holes = false;  // bytes the datatype does not describe lie inside the span
+};
+// false: the MPI would reject the count or the type (nothing to stage).
+bool span_of(int count, MPI_Datatype type, Span *out);
+
+// Host copies of device buffers for one call (what the staged path and the packing of
+// derived datatypes on device buffers, pmpi/pack.h, go through): the buffers' GPU made
+// current (and restored), pinned host copies of the buffers' spans, copies in both
+// directions on the GPU's staging stream, each ordered after the application's work on
+// its default streams.
+class Stager {
+ public:
+  explicit Stager(int device);
+  ~Stager();
+  Stager(const Stager &) = delete;
+  Stager &operator=(const Stager &) = delete;
+  // A host copy of the span `s` of the buffer at `dev`; `copy_in` fills it from the
+  // device. Returns the pointer the MPI gets (span start minus lo); after a failure,
+  // failed() is true and the pointer must not be used.
+  void *host_copy(const void *dev, const Span &s, bool copy_in);
+  // Copies the span of `host` (a pointer from host_copy) back to the device buffer.
+  void copy_out(void *dev, const void *host, const Span &s);
+  bool failed() const;
+  // The outcome: the MPI's return code, or the staging failure.
+  StagedResult result(int mpi_rc) const;
+
+ private:
+  struct Impl;
+  Impl *impl_;
+};
 
 }  // namespace gcoll

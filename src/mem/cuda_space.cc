@@ -184,6 +184,8 @@ class CudaSpace final : public MemSpace {
 
   const void *peer(int lr) const override { return bank(lr, (epoch_ - 1) & 1); }
 
+  bool can_reduce(DType t, ROp op) const override { return rt().reduce_supported(op, t); }
+
   Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) override {
     if (m < 1) return Status::ErrInternal;
     if (!rt().reduce_supported(op, t)) return Status::NotSupported;

@@ -72,6 +72,9 @@ class MemSpace {
   // dst = op(srcs[0], ..., srcs[m-1]) element-wise, left fold in source order. dst may be
   // one of the sources itself (the same elements), never a partial overlap.
   virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) = 0;
+  // Whether reduce() takes (t, op) at all: known before a call starts (coll/engine.cc
+  // asks it before the algorithm is chosen), the same on every rank of a build.
+  virtual bool can_reduce(DType t, ROp op) const { return op_supported(op, t); }
   virtual Status copy(void *dst, const void *src, std::size_t bytes) = 0;
 
   // A call starts (device: mappings it uses are kept until the next call) / ends. Device:

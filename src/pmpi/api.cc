@@ -4,11 +4,13 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <string>
 
 #include "base/build_info.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "base/uniform_settings.h"
 #include "coll/engine.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
@@ -44,9 +46,12 @@ int print_info(FILE *out) {
   const auto &table = settings_table();
   for (size_t k = 0; k < table.size(); ++k) {
     const SettingDef &d = table[k];
-    rc |= fprintf(out, "  %-20s = %-10s [%s%s%s, default '%s']\n      %s\n", d.name, pc.effective[k].second.c_str(),
+    std::string value = pc.effective[k].second;
+    std::uint64_t bytes = 0;
+    if (d.type == SettingType::Size && parse_size(value, &bytes)) value = format_size(bytes);  // 16G, not 17179869184
+    rc |= fprintf(out, "  %-20s = %-10s [%s%s%s, default '%s'%s%s]\n      %s\n", d.name, value.c_str(),
                   setting_type_name(d.type), d.choices ? ": " : "", d.choices ? d.choices : "", d.default_value,
-                  d.help) < 0;
+                  d.differ ? "; ranks that differ: " : "", d.differ ? d.differ : "", d.help) < 0;
   }
   for (const auto &m : pc.messages) rc |= fprintf(out, "warning: %s\n", m.c_str()) < 0;
   rc |= fprintf(out, "\n%s", describe_algorithms(pc.config.tune).c_str()) < 0;
@@ -61,11 +66,56 @@ int print_info(FILE *out) {
   return rc ? -1 : 0;
 }
 
+// The README's settings table (gcoll_info --markdown): one row per setting, from the one
+// table; CI checks that the README holds exactly these rows.
+std::string type_text(const gcoll::SettingDef &d) {
+  using gcoll::SettingType;
+  std::string choices;
+  for (const char *p = d.choices ? d.choices : ""; *p; ++p) {
+    if (*p == '|') choices += "`, `";
+    else choices += *p;
+  }
+  switch (d.type) {
+    case SettingType::Bool: return "bool (`0/1`, `no/yes`, `off/on`, `false/true`)";
+    case SettingType::Int: {
+      std::string r = d.choices ? d.choices : "";
+      const auto colon = r.find(':');
+      return colon == std::string::npos ? "int" : "int, " + r.substr(0, colon) + " to " + r.substr(colon + 1);
+    }
+    case SettingType::Size: return "size (`4096`, `64K`, `1M`, `2G`)";
+    case SettingType::Enum: return "`" + choices + "`";
+    case SettingType::String: return "string";
+  }
+  return "";
+}
+
+int print_markdown(FILE *out) {
+  using namespace gcoll;
+  int rc = 0;
+  rc |= fprintf(out, "| setting | type | default | when ranks differ | meaning |\n|---|---|---|---|---|\n") < 0;
+  for (const SettingDef &d : settings_table()) {
+    std::string def = d.default_value;
+    def = def.empty() ? "(unset)" : "`" + def + "`";
+    rc |= fprintf(out, "| `%s` | %s | %s | %s | %s |\n", d.name, type_text(d).c_str(), def.c_str(),
+                  d.differ ? d.differ : "may differ", d.help) < 0;
+  }
+  return rc ? -1 : 0;
+}
+
 }  // namespace
 
 extern "C" {
 
 GCOLL_EXPORT const char *gcoll_version(void) { return GCOLL_VERSION_STRING; }
+
+GCOLL_EXPORT int gcoll_print_settings_markdown(FILE *out) {
+  try {
+    return print_markdown(out);
+  } catch (...) {
+    gcoll::log_exception("gcoll_print_settings_markdown");
+    return -1;
+  }
+}
 
 // Parsing the settings allocates: no exception may reach the caller (C has none).
 GCOLL_EXPORT int gcoll_enabled(void) {

@@ -13,6 +13,7 @@
 #include "pmpi/errors.h"
 #include "pmpi/memory.h"
 #include "pmpi/mpi_types.h"
+#include "pmpi/pack.h"
 #include "pmpi/runtime.h"
 #include "coll/staged.h"
 #include "cuda/runtime.h"
@@ -57,7 +58,10 @@ Status run_engine(MPI_Comm comm, const CollArgs &a, int device, EngineRecord *re
   CommState *cs = nullptr;
   Engine *e = nullptr;
   Status st = comm_state(comm, &cs);
-  if (ok(st)) st = cs->engine.get(cs->comm, cs->inter, cs->id, &e);
+  EngineSettings es;
+  es.usable = cs->engine_settings;
+  es.timeout_s = cs->timeout_s;
+  if (ok(st)) st = cs->engine.get(cs->comm, cs->inter, cs->id, es, &e);
   if (!ok(st)) return st;
   st = e->run(a, device, rec);
   // The GPU of the communicator's device engine, once it has one: buffers elsewhere are
@@ -73,6 +77,22 @@ struct Buffers {
   const void *send = nullptr;
   const void *recv = nullptr;
 };
+
+// This rank's memory kinds in an engine call whose packed sides (pack.h) are host
+// scratch: the engine's view, for fits_agreed and the deviator.
+LocalMemory packed_memory(const LocalMemory &lm, bool packed_send, bool packed_recv, const Buffers &b) {
+  LocalMemory m = lm;
+  m.host = false;
+  m.device = false;
+  const bool used[2] = {b.send != nullptr, b.recv != nullptr}, packed[2] = {packed_send, packed_recv};
+  for (int i = 0; i < 2; ++i) {
+    if (!used[i] && !packed[i]) continue;
+    const bool dev = !packed[i] && lm.is_device[i];
+    m.is_device[i] = dev;
+    (dev ? m.device : m.host) = true;
+  }
+  return m;
+}
 
 // The one template method every collective goes through (the guard at the boundary):
 //   1. reject what the MPI would crash on, through the error handler;
@@ -99,13 +119,14 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
     stats.record(coll, Path::Error, 0);
     return raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
   }
-  const bool host_engine = host_buffers_engine();
   // The communicator's state (a thread-local memory makes this a few ns); its first call
-  // agrees whether any of its ranks can hold device memory at all.
+  // agrees whether any of its ranks can hold device memory at all, and the settings that
+  // must be equal on every rank.
   CommState *cs = nullptr;
   if (!ok(comm_state(comm, &cs))) cs = nullptr;  // an invalid communicator: the MPI reports it
   if (cs && cs->inter) cs = nullptr;              // the engine never takes intercommunicators
   if (cs && cs->gpu < 0) agree_once(cs);
+  const bool host_engine = cs && cs->host_engine;
   // The common case, kept short: nobody here can pass device memory and host buffers go
   // to the MPI.
   if (!host_engine && (cs ? cs->gpu == 0 : !cuda::usable())) {
@@ -121,9 +142,10 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
   }
   CollArgs args;
   args.coll = coll;
+  PackPlan plan;  // byte-moving collectives: this rank's layouts (pack.h)
   DispatchInput in;
   in.host_buffers_engine = host_engine;
-  in.engine_supports = cs && prepare(&args);
+  in.engine_supports = cs && prepare(&args, &plan);
   // Memory kinds: mine, then (for calls the engine could take) the agreed ones.
   const void *ptrs[2] = {bufs.send, bufs.recv};
   const LocalMemory lm = cs ? classify_call(&cs->memo, ptrs, cs->device) : classify_local(ptrs, 2, -1);
@@ -149,12 +171,26 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
   if (path == Path::Engine) {
     EngineRecord rec;
     Status st;
-    if (fits_agreed(lm, cm, cs->device)) {
+    // A layout that is not the signature's bytes in one run: packed host scratch in the
+    // engine call (pack.h), which the engine sees as host memory.
+    Packer packer;
+    LocalMemory mine = lm;
+    if (plan.any()) {
+      plan.send.device = lm.is_device[0];
+      plan.recv.device = lm.is_device[1];
+      st = packer.enter(&args, plan, cs->rank, cs->size, lm.ordinal);
+      if (!ok(st)) {
+        stats.record(coll, Path::Error, 0);
+        return raise_error(comm, st, func, packer.why().c_str());
+      }
+      mine = packed_memory(lm, packer.packed_send(), packer.packed_recv(), bufs);
+    }
+    if (fits_agreed(mine, cm, cs->device)) {
       st = run_engine(comm, args, lm.ordinal, &rec);
     } else {
       // A deviator: the same engine call, on scratch of the agreed kind.
       stats.count(Counter::Deviations);
-      const int gpu = args.mem == MemKind::Device ? cs->device : lm.ordinal;
+      const int gpu = args.mem == MemKind::Device ? cs->device : mine.ordinal;
       Deviator dev(args.mem, gpu);
       st = dev.enter(&args, cs->rank, cs->size);
       if (!ok(st)) {
@@ -166,6 +202,13 @@ int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &
       if (!ok(st) && st != Status::NotSupported && !dev.why().empty()) {
         stats.record(coll, Path::Error, 0);
         return raise_error(comm, st, func, dev.why().c_str());
+      }
+    }
+    if (ok(st) && plan.any()) {
+      st = packer.leave();
+      if (!ok(st)) {
+        stats.record(coll, Path::Error, 0);
+        return raise_error(comm, st, func, packer.why().c_str());
       }
     }
     if (ok(st)) {
@@ -224,7 +267,8 @@ int comm_size(MPI_Comm comm) {
 
 int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   if (!library_active()) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-  const auto prepare = [&](CollArgs *a) {
+  // Reductions: MPI requires the same count and datatype on every rank.
+  const auto prepare = [&](CollArgs *a, PackPlan *) {
     const bool in_place = sendbuf == MPI_IN_PLACE;
     if (count < 0 || !map_reduction(datatype, op, &a->dtype, &a->op) || !valid_buffer(recvbuf, count) ||
         (!in_place && !valid_buffer(sendbuf, count)) || (sendbuf == recvbuf && count > 1))
@@ -254,14 +298,18 @@ int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 
 int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   if (!library_active()) return PMPI_Bcast(buffer, count, datatype, root, comm);
-  const auto prepare = [&](CollArgs *a) {
-    if (count < 0 || !map_datatype(datatype, &a->dtype) || !valid_buffer(buffer, count) || root < 0 ||
-        root >= comm_size(comm))
+  // By type signature (pack.h): the engine moves count x type size bytes, the same on
+  // every rank whatever its datatype; a rank whose layout is not one run packs.
+  const auto prepare = [&](CollArgs *a, PackPlan *plan) {
+    ByteLayout l;
+    if (!byte_layout(count, datatype, &l) || !valid_buffer(buffer, count) || root < 0 || root >= comm_size(comm))
       return false;
     a->recvbuf = buffer;
-    a->count = static_cast<std::size_t>(count);
+    a->dtype = DType::Uint8;
+    a->elem = 1;
+    a->count = l.bytes;
     a->root = root;
-    a->elem = dtype_size(a->dtype);
+    if (l.bytes) plan->recv = PackSide{buffer, count, datatype, l, false};
     return true;
   };
   Buffers bufs;
@@ -269,27 +317,41 @@ int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
   return run(
       Coll::Bcast, "MPI_Bcast", comm, bufs, prepare, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
       [&](StagedBuffers sb) { return staged_bcast(buffer, count, datatype, root, comm, sb); },
-      [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });
+      [&](bool) {
+        // (the engine takes derived datatypes too: only predefined sizes are remembered)
+        DType d;
+        return map_datatype(datatype, &d) ? payload_predefined(count, datatype) : payload(count, datatype);
+      });
 }
 
 int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
               MPI_Datatype recvtype, MPI_Comm comm) {
   if (!library_active())
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  const auto prepare = [&](CollArgs *a) {
+  // By type signature (pack.h): every rank's block is recvcount x recvtype size bytes,
+  // the same on every rank whatever its datatypes; a rank whose layouts are not one run
+  // packs.
+  const auto prepare = [&](CollArgs *a, PackPlan *plan) {
     const bool in_place = sendbuf == MPI_IN_PLACE;
-    DType st;
-    if (recvcount < 0 || !map_datatype(recvtype, &a->dtype) || !valid_buffer(recvbuf, recvcount)) return false;
-    a->elem = dtype_size(a->dtype);
+    const int n = comm_size(comm);
+    ByteLayout rl, block, sl;
+    if (!byte_layout(recvcount, recvtype, &block) || !valid_buffer(recvbuf, recvcount) ||
+        !byte_layout(static_cast<long long>(recvcount) * n, recvtype, &rl))
+      return false;
     if (!in_place) {
-      // The engine moves bytes: the send signature must carry exactly one block.
-      if (sendcount < 0 || !map_datatype(sendtype, &st) || !valid_buffer(sendbuf, sendcount) ||
-          static_cast<std::size_t>(sendcount) * dtype_size(st) != static_cast<std::size_t>(recvcount) * a->elem)
+      // The send signature must carry exactly one block.
+      if (!byte_layout(sendcount, sendtype, &sl) || !valid_buffer(sendbuf, sendcount) || sl.bytes != block.bytes)
         return false;
     }
     a->sendbuf = in_place ? nullptr : sendbuf;
     a->recvbuf = recvbuf;
-    a->count = static_cast<std::size_t>(recvcount);
+    a->dtype = DType::Uint8;
+    a->elem = 1;
+    a->count = block.bytes;
+    if (block.bytes) {
+      if (!in_place) plan->send = PackSide{const_cast<void *>(sendbuf), sendcount, sendtype, sl, false};
+      plan->recv = PackSide{recvbuf, recvcount, recvtype, rl, false};
+    }
     return true;
   };
   Buffers bufs;

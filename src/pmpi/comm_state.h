@@ -28,11 +28,15 @@ struct CommState {
   std::uint64_t id = 0;               // process-local, for logs
   std::atomic<std::uint64_t> seq{0};  // collectives run through gcoll on this communicator
 
-  // Agreed once, at the first collective call on it (memory.cc): whether any rank
-  // can hold device memory (-1: not yet agreed), and the memory settings every rank uses.
+  // Agreed once, at the first collective call on it (memory.cc: agree_once, every setting
+  // that must be equal on every rank, base/uniform_settings.h): whether any rank can hold
+  // device memory (-1: not yet agreed), and the settings every rank uses.
   int gpu = -1;
+  bool host_engine = false;     // GCOLL_HOST_BUFFERS=engine on every rank
   bool uniform_memory = false;  // GCOLL_UNIFORM_MEMORY on every rank
   bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank
+  bool engine_settings = true;  // the settings that shape the engine's schedules are equal
+  int timeout_s = 0;            // GCOLL_TIMEOUT as agreed (the smallest nonzero value)
   int device = -1;              // this rank's GPU for the device engine (set at its first device call)
   int agree_interval = 1;       // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)
 

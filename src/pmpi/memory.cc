@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "base/uniform_settings.h"
+#include "coll/bootstrap.h"
 #include "cuda/device.h"
 
 namespace gcoll {
@@ -77,31 +83,48 @@ int bits_of(const LocalMemory &lm) {
 
 }  // namespace
 
-// Can any rank hold device memory; do all promise uniform kinds; do all let the engine
-// take device buffers; do all use the same agreement interval. (A rank without a driver
-// has only host buffers, but it must still join the agreements when a peer has a GPU.)
+// Every setting that must be equal on every rank (base/uniform_settings.h), and whether
+// any rank can hold device memory, in one exchange. (A rank without a driver has only
+// host buffers, but it must still join the agreements when a peer has a GPU.) A setting
+// that differs gets one warning per process (from the communicator's rank 0) and the
+// outcome its table entry names, the same on every rank.
 void agree_once(CommState *cs) {
-  const Config &c = config();
-  int v[5] = {cuda::usable() ? 1 : 0, c.uniform_memory ? 0 : 1, c.device_engine ? 0 : 1, c.agree_interval,
-              -c.agree_interval};
-  process_stats().count(Counter::HiddenMpi);
-  if (PMPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT, MPI_MAX, cs->comm) != MPI_SUCCESS) {
-    // The communicator cannot carry a collective: the call's own PMPI_* call will say
-    // why. Assume the worst (a GPU somewhere), so that every later call agrees per call.
-    v[0] = 1;
-    v[1] = 1;
-    v[2] = 1;
-    v[3] = 1;
-    v[4] = -1;
+  MpiBootstrap boot(cs->comm);
+  const std::vector<long long> mine = uniform_vote(process_config().effective, cuda::usable());
+  std::vector<long long> lo(mine.size()), hi(mine.size());
+  AgreedSettings a;
+  if (ok(min_max(boot, mine.data(), static_cast<int>(mine.size()), lo.data(), hi.data()))) {
+    a = agreed_settings(lo, hi);
+  } else {
+    // The communicator cannot carry a collective: the call's own PMPI_* call will say why.
+    // Assume the worst (a GPU somewhere): every later call agrees per call, nothing takes
+    // the engine.
+    a.gpu = true;
+    a.engine = false;
+    a.device_engine = false;
+    a.agree_interval = 1;
   }
-  cs->gpu = v[0];
-  cs->uniform_memory = v[1] == 0;
-  cs->device_engine = v[2] == 0;
-  // The agreements' schedule must be the same on every rank: with different settings,
-  // agree at every call.
-  cs->agree_interval = v[3] == -v[4] ? v[3] : 1;
-  if (v[3] != -v[4] && cs->rank == 0)
-    GCOLL_WARN("GCOLL_MEMORY_AGREE_INTERVAL differs between the ranks of a communicator; it agrees at every call");
+  cs->gpu = a.gpu ? 1 : 0;
+  cs->host_engine = a.host_engine;
+  cs->uniform_memory = a.uniform_memory;
+  cs->device_engine = a.device_engine;
+  cs->engine_settings = a.engine;
+  cs->timeout_s = a.timeout_s;
+  cs->agree_interval = a.agree_interval;
+  // One line per setting and job, from rank 0 of MPI_COMM_WORLD, however many of its
+  // communicators differ in it (a communicator without world rank 0 applies the same
+  // outcome silently).
+  int world_rank = -1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (world_rank != 0) return;
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!a.same_build && said.insert("(build)").second)
+    GCOLL_WARN("the ranks of a communicator run different gcoll builds, or GCOLL_ENABLE differs between them "
+               "(it must be equal on every rank): this communicator uses the MPI");
+  for (const UniformDifference &d : a.differences)
+    if (said.insert(d.setting).second) GCOLL_WARN("%s", difference_message(d).c_str());
 }
 
 namespace {

@@ -41,7 +41,8 @@ struct CallMemory {
 static_assert(sizeof(CallMemory) <= sizeof(std::uint64_t), "kept in CommState::AgreedKind::answer");
 
 // Once per intracommunicator, at its first call (any collective: every rank makes it):
-// whether any rank can hold device memory, and the memory settings all ranks use.
+// whether any rank can hold device memory, and every setting that must be equal on every
+// rank (base/uniform_settings.h), into `cs`.
 void agree_once(CommState *cs);
 
 // For a call the engine supports on an intracommunicator: what every rank takes the

@@ -16,13 +16,13 @@
 #include "pmpi/comm_state.h"
 #include "pmpi/deviate.h"
 #include "pmpi/errors.h"
+#include "pmpi/pack.h"
 #include "coll/staged.h"
 
 namespace gcoll {
 
 namespace detail {
 std::atomic<int> g_mode{static_cast<int>(Mode::Uninit)};
-bool g_host_engine = false;
 }
 
 namespace {
@@ -46,6 +46,7 @@ int teardown(MPI_Comm, int, void *, void *) {
     release_all_comm_states();
     release_staging();
     release_deviation_scratch();
+    release_pack_comm();
     engine_shutdown();
   });
   detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);
@@ -87,7 +88,6 @@ bool init_slow() {
     g_mode.store(static_cast<int>(Mode::Disabled), std::memory_order_release);
     return false;
   }
-  g_host_engine = pc.config.host_engine;
   // Only under MPI_THREAD_MULTIPLE may two threads be inside gcoll at once: below that the
   // engine takes no lock per call (coll/engine.h).
   int level = MPI_THREAD_SINGLE;

@@ -10,7 +10,6 @@ enum class Mode : int { Uninit = 0, Active, Disabled, Finalized };
 
 namespace detail {
 extern std::atomic<int> g_mode;
-extern bool g_host_engine;  // GCOLL_HOST_BUFFERS=engine, set before g_mode becomes Active
 bool init_slow();  // returns whether the library is active after initialisation
 }
 
@@ -22,9 +21,6 @@ inline bool library_active() {
   if (m == static_cast<int>(Mode::Uninit)) return detail::init_slow();
   return false;
 }
-
-// Host buffers may take the engine (valid once library_active() returned true).
-inline bool host_buffers_engine() { return detail::g_host_engine; }
 
 // Called from the MPI_Finalize wrappers before PMPI_Finalize: writes the stats file
 // (collective over MPI_COMM_WORLD, only when GCOLL_STATS_FILE is set).

@@ -456,5 +456,51 @@ TEST(Tune, AlgorithmTableNamesDefaultsAndUnknownRules) {
   EXPECT_NE(good.find("allreduce:64K-inf:@rabenseifner"), std::string::npos) << good;
 }
 
+// Issue 21, item 4: what the kernels cannot do is decided before anything is published.
+// Device MPI_LONG_DOUBLE (no CUDA kernel) used to pass every allreduce's supports(),
+// publish and sync, and be refused by the reduction itself (on every rank at the same
+// step, by luck). Now no allreduce algorithm of the engine takes an unreducible (type, op),
+// at any size, zero-copy or not, fused or not, one node or several: the staged row does
+// (device), or nothing (host: the MPI).
+TEST(Tune, UnreducibleTypesAreRefusedBeforeAnythingMoves) {
+  Topology one, two;
+  one.num_nodes = 1;
+  one.local_size = 4;
+  two.num_nodes = 2;
+  two.local_size = 2;
+  two.min_local = 2;
+  CollArgs a;
+  a.coll = Coll::Allreduce;
+  a.dtype = DType::LongDouble;
+  a.elem = dtype_size(DType::LongDouble);
+  a.reducible = false;
+  for (MemKind mem : {MemKind::Device, MemKind::Host})
+    for (bool zero_copy : {false, true})
+      for (bool fused : {false, true})
+        for (const Topology *t : {&one, &two})
+          for (std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 22}) {
+            a.mem = mem;
+            a.zero_copy = zero_copy;
+            a.fused = fused;
+            a.count = count;
+            for (const Algorithm &algo : algorithms())
+              if (algo.coll == Coll::Allreduce && algo.run)
+                EXPECT_FALSE(algo.supports(a, *t)) << algo.name;
+            const Algorithm *sel = select_algorithm({}, a, *t);
+            if (mem == MemKind::Device) {
+              ASSERT_NE(sel, nullptr);
+              EXPECT_STREQ(sel->name, "staged");
+            } else {
+              EXPECT_TRUE(sel == nullptr || sel->run == nullptr);
+            }
+          }
+  // Reducible: the engine's algorithms again.
+  a.reducible = true;
+  a.mem = MemKind::Host;
+  a.count = 1000;
+  ASSERT_NE(select_algorithm({}, a, one), nullptr);
+  EXPECT_NE(select_algorithm({}, a, one)->run, nullptr);
+}
+
 }  // namespace
 }  // namespace gcoll
