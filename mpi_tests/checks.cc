@@ -245,6 +245,84 @@ bool check_allreduce(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t cou
   return ok;
 }
 
+bool check_reduce_scatter_block(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count, bool in_place,
+                                uint32_t seed) {
+  const std::string ctx = where("MPI_Reduce_scatter_block", t.name, op_name(op), count, c, -1, in_place);
+  set_phase("%s", ctx.c_str());
+  const size_t block = count * t.extent, total = block * static_cast<size_t>(c.size);
+  const size_t rbytes = in_place ? total : block;  // the receive buffer (in place: the input too)
+  const int n = static_cast<int>(count);
+
+  std::vector<unsigned char> input(total + kGuardBytes, 0);
+  t.fill(input.data(), count * static_cast<size_t>(c.size), world_rank(), seed, op);
+  std::vector<unsigned char> send = input, ref_send = input;
+  std::vector<unsigned char> ref = patterned(rbytes), got = patterned(rbytes);
+  const MPI_Datatype ref_type = reference_type(t, op);
+  const auto call = [&](bool reference, MPI_Datatype type, std::vector<unsigned char> &out,
+                        std::vector<unsigned char> &in) {
+    if (in_place) {
+      memcpy(out.data(), input.data(), total);
+      return reference ? PMPI_Reduce_scatter_block(MPI_IN_PLACE, out.data(), n, type, op, c.comm)
+                       : MPI_Reduce_scatter_block(MPI_IN_PLACE, out.data(), n, type, op, c.comm);
+    }
+    return reference ? PMPI_Reduce_scatter_block(in.data(), out.data(), n, type, op, c.comm)
+                     : MPI_Reduce_scatter_block(in.data(), out.data(), n, type, op, c.comm);
+  };
+  const int rc_ref = call(true, ref_type, ref, ref_send);
+  const int rc_got = call(false, t.type, got, send);
+  // As for allreduce: where the MPI's own reduction is wrong, its result on the same type
+  // is accepted too, and so is the correct result computed here (collective: alike on
+  // every rank).
+  std::vector<unsigned char> ref_mpi;
+  if (ref_type != t.type) {
+    ref_mpi = patterned(rbytes);
+    std::vector<unsigned char> s2 = input;
+    if (call(true, t.type, ref_mpi, s2) != MPI_SUCCESS) ref_mpi.clear();
+  }
+  if (ref_type == t.type && mpi_unsigned_minmax_wrong(t, op)) {
+    std::vector<unsigned char> all(total * static_cast<size_t>(c.size));
+    if (PMPI_Allgather(input.data(), static_cast<int>(total), MPI_BYTE, all.data(), static_cast<int>(total),
+                       MPI_BYTE, c.comm) == MPI_SUCCESS) {
+      ref_mpi = got;
+      for (size_t i = 0; i < count; ++i) {
+        std::uint64_t best = 0;
+        const size_t at = (static_cast<size_t>(c.rank) * count + i) * t.extent;
+        for (int r = 0; r < c.size; ++r) {
+          std::uint64_t v = 0;
+          memcpy(&v, all.data() + static_cast<size_t>(r) * total + at, t.extent);
+          if (r == 0 || (op == MPI_MAX ? v > best : v < best)) best = v;
+        }
+        memcpy(ref_mpi.data() + i * t.extent, &best, t.extent);
+      }
+    }
+  }
+  bool ok = check_rc(rc_ref, "reference PMPI_Reduce_scatter_block", ctx);
+  ok = check_rc(rc_got, "MPI_Reduce_scatter_block", ctx) && ok;
+  if (!ok) return false;
+  if (!in_place && send != input) {
+    report("MPI_Reduce_scatter_block modified its send buffer: %s", ctx.c_str());
+    ok = false;
+  }
+  if (!guard_intact(got, rbytes)) {
+    report("MPI_Reduce_scatter_block wrote past the end of the receive buffer: %s", ctx.c_str());
+    ok = false;
+  }
+  size_t first = 0;
+  std::string detail;
+  size_t bad = t.compare(got.data(), ref.data(), count, op, c.size, &first, &detail);
+  if (bad && !ref_mpi.empty()) {
+    size_t first2 = 0;
+    std::string detail2;
+    if (t.compare(got.data(), ref_mpi.data(), count, op, c.size, &first2, &detail2) == 0) bad = 0;
+  }
+  if (bad) {
+    report("MISMATCH %s: %zu of %zu elements differ from PMPI_Reduce_scatter_block; first index %zu: %s",
+           ctx.c_str(), bad, count, first, detail.c_str());
+    ok = false;
+  }
+  return ok;
+}
+
 bool check_bcast(const TestComm &c, const DataSpec &d, size_t count, int root, uint32_t seed) {
   const std::string ctx = where("MPI_Bcast", d.name, nullptr, count, c, root, false);
   set_phase("%s", ctx.c_str());

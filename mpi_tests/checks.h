@@ -73,6 +73,12 @@ DataSpec spec_of_layout(const IntLayout &l);
 bool check_allreduce(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count,
                      bool in_place, uint32_t seed);
 
+// Every rank's input: count x size elements (size: the communicator's); the result (this
+// rank's block of the reduction) compared with PMPI_Reduce_scatter_block's. In place: the
+// input in the receive buffer, the result its first block.
+bool check_reduce_scatter_block(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count, bool in_place,
+                                uint32_t seed);
+
 bool check_bcast(const TestComm &c, const DataSpec &d, size_t count, int root, uint32_t seed);
 
 // in_place: MPI_IN_PLACE as sendbuf (sendcount 0, sendtype MPI_DATATYPE_NULL, as the

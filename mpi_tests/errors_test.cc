@@ -43,6 +43,10 @@ using AllgatherFn = int (*)(const void *, int, MPI_Datatype, void *, int, MPI_Da
 AllreduceFn allreduce(Impl i) { return i == Impl::Pmpi ? PMPI_Allreduce : MPI_Allreduce; }
 BcastFn bcast(Impl i) { return i == Impl::Pmpi ? PMPI_Bcast : MPI_Bcast; }
 AllgatherFn allgather(Impl i) { return i == Impl::Pmpi ? PMPI_Allgather : MPI_Allgather; }
+using ReduceScatterBlockFn = int (*)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+ReduceScatterBlockFn reduce_scatter_block(Impl i) {
+  return i == Impl::Pmpi ? PMPI_Reduce_scatter_block : MPI_Reduce_scatter_block;
+}
 
 constexpr size_t kBufBytes = 8192;
 
@@ -178,6 +182,31 @@ std::vector<Row> rows() {
   v.push_back(Row{"allreduce: MPI_COMM_NULL",
                   [](Impl i, const Args &a) {
                     return allreduce(i)(a.send, a.recv, 4, MPI_INT, MPI_SUM, MPI_COMM_NULL);
+                  },
+                  true});
+  // ---- MPI_Reduce_scatter_block ---------------------------------------------------------
+  {
+    Row r{"reduce_scatter_block: negative count", [](Impl i, const Args &a) {
+            return reduce_scatter_block(i)(a.send, a.recv, -1, MPI_INT, MPI_SUM, a.comm);
+          }};
+    if (under_mpich()) {  // as allreduce: gcoll reports MPI_ERR_COUNT before the MPI sees it
+      r.call_pmpi = false;
+      r.expected_class = MPI_ERR_COUNT;
+    }
+    v.push_back(r);
+  }
+  add("reduce_scatter_block: MPI_OP_NULL", [](Impl i, const Args &a) {
+    return reduce_scatter_block(i)(a.send, a.recv, 1, MPI_INT, MPI_OP_NULL, a.comm);
+  });
+  add("reduce_scatter_block: MPI_IN_PLACE as recvbuf", [](Impl i, const Args &a) {
+    return reduce_scatter_block(i)(a.send, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, a.comm);
+  });
+  add("reduce_scatter_block: uncommitted derived datatype", [](Impl i, const Args &a) {
+    return reduce_scatter_block(i)(a.send, a.recv, 1, a.uncommitted, MPI_SUM, a.comm);
+  });
+  v.push_back(Row{"reduce_scatter_block: MPI_COMM_NULL",
+                  [](Impl i, const Args &a) {
+                    return reduce_scatter_block(i)(a.send, a.recv, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL);
                   },
                   true});
   // ---- MPI_Bcast ----------------------------------------------------------------------

@@ -42,7 +42,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-BENCHES = ("osu_allreduce", "osu_bcast", "osu_allgather")
+BENCHES = ("osu_allreduce", "osu_bcast", "osu_allgather", "osu_reduce_scatter_block")
 LAT = "Avg Latency(us)"
 
 
@@ -133,10 +133,10 @@ def alg_bytes(bench, size, nprocs):
 
 
 def bus_factor(bench, nprocs):
-    """nccl-tests: allreduce 2(n-1)/n, allgather (n-1)/n, broadcast 1."""
+    """nccl-tests: allreduce 2(n-1)/n, allgather and reduce-scatter (n-1)/n, broadcast 1."""
     if bench == "osu_allreduce":
         return 2.0 * (nprocs - 1) / nprocs
-    if bench == "osu_allgather":
+    if bench in ("osu_allgather", "osu_reduce_scatter_block"):
         return (nprocs - 1) / nprocs
     return 1.0
 

@@ -2,7 +2,8 @@
  *
  * gcoll is used without any code change: put libgcoll.so under an MPI program with
  *     mpirun -np N -x LD_PRELOAD=/path/to/libgcoll.so ./app
- * and it takes over MPI_Allreduce, MPI_Bcast and MPI_Allgather (C and Fortran).
+ * and it takes over MPI_Allreduce, MPI_Bcast, MPI_Allgather and MPI_Reduce_scatter_block
+ * (C and Fortran).
  * This header is for programs and tools that want to query it.
  */
 #ifndef GCOLL_GCOLL_H

@@ -21,6 +21,8 @@
 //                       buffers: allreduce (with a user-defined op: Open MPI takes
 //                       predefined ops on predefined types only), bcast, allgather
 //                       (also with different send and receive types)
+//   GpuReduceScatterBlock  reduce_scatter_block, several types, ops and sizes, in place and
+//                       not, mixed host and device ranks
 //   GpuSignatures       bcast and allgather with another datatype on every rank (the same
 //                       type signature), device and host buffers
 //   GpuUserOp           MPI_Op_create ops (commutative and not) on device buffers
@@ -418,6 +420,32 @@ TEST_P(GpuDerived, Allgather) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, GpuDerived, ::testing::Values(CommKind::World, CommKind::SplitReversed),
+                         [](const ::testing::TestParamInfo<CommKind> &info) { return comm_id(info.param); });
+
+// ---- reduce_scatter_block --------------------------------------------------------------------
+// A few types and ops per class, blocks of 0 to 100k elements, in place and not: through
+// the device engine (zero-copy @twoshot, or the banks' @node) on one node, staged across
+// nodes; mixed host and device ranks (deviators).
+
+class GpuReduceScatterBlock : public ::testing::TestWithParam<CommKind> {};
+
+TEST_P(GpuReduceScatterBlock, TypesOpsCounts) {
+  ScopedComm c(GetParam());
+  bool ok = true;
+  for (const RedCase &rc : few_reductions()) {
+    const TypeDesc &t = find_type(rc.type);
+    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1001}, size_t{65539}})
+      for (bool in_place : {false, true})
+        ok = dev_reduce_scatter_block(*c, t, rc.op, count, in_place, next_seed()) && ok;
+  }
+  // Odd ranks pass host memory: they deviate (device engine) or everybody stages.
+  const Layout mixed = c->rank % 2 ? layout_of(Mem::Host, Mem::Host) : Layout{};
+  for (size_t count : {size_t{7}, size_t{4099}})
+    ok = dev_reduce_scatter_block(*c, find_type(MPI_DOUBLE), MPI_SUM, count, false, next_seed(), mixed) && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(, GpuReduceScatterBlock, ::testing::Values(CommKind::World, CommKind::SplitReversed),
                          [](const ::testing::TestParamInfo<CommKind> &info) { return comm_id(info.param); });
 
 // ---- type signatures, not datatype handles --------------------------------------------------

@@ -380,6 +380,69 @@ bool dev_allreduce(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count
   return ok;
 }
 
+bool dev_reduce_scatter_block(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count, bool in_place,
+                              uint32_t seed, const Layout &l) {
+  const std::string ctx = where("MPI_Reduce_scatter_block", t.name, op_name(op), count, c, -1, in_place, l);
+  set_phase("%s", ctx.c_str());
+  const size_t block = count * t.extent, total = block * static_cast<size_t>(c.size);
+  const size_t rbytes = in_place ? total : block;
+  const int n = static_cast<int>(count);
+
+  std::vector<unsigned char> input(total + kGuardBytes, 0);
+  t.fill(input.data(), count * static_cast<size_t>(c.size), world_rank(), seed, op);
+
+  // Reference: PMPI on host copies.
+  const MPI_Datatype ref_type = reference_type(t, op);
+  std::vector<unsigned char> ref_send = input, ref = patterned(rbytes);
+  if (in_place) memcpy(ref.data(), input.data(), total);
+  const int rc_ref =
+      PMPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : ref_send.data(), ref.data(), n, ref_type, op, c.comm);
+  std::vector<unsigned char> ref_mpi;  // the MPI's own (wrong) answer, see types.h
+  if (ref_type != t.type) {
+    ref_mpi = patterned(rbytes);
+    std::vector<unsigned char> s2 = input;
+    if (in_place) memcpy(ref_mpi.data(), input.data(), total);
+    if (PMPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : s2.data(), ref_mpi.data(), n, t.type, op, c.comm) !=
+        MPI_SUCCESS)
+      ref_mpi.clear();
+  }
+
+  // The call under test on the layout's buffers (in place: the receive buffer holds the
+  // input, the result is its first block; only that block is compared).
+  Arena a(l, !in_place, total, rbytes, seed);
+  std::vector<unsigned char> init = in_place ? std::vector<unsigned char>(input.begin(), input.begin() + total)
+                                             : patterned(rbytes);
+  a.setup(input.data(), init.data());
+  const int rc_got = MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : a.send(), a.recv(), n, t.type, op, c.comm);
+  std::vector<unsigned char> got;
+  std::string outside;
+  const bool untouched = a.read_back(&got, &outside);
+
+  bool ok = check_rc(rc_ref, "reference PMPI_Reduce_scatter_block", ctx);
+  ok = check_rc(rc_got, "MPI_Reduce_scatter_block", ctx) && ok;
+  if (ok) {
+    if (!untouched) {
+      report("MPI_Reduce_scatter_block wrote outside its receive buffer: %s: %s", outside.c_str(), ctx.c_str());
+      ok = false;
+    }
+    size_t first = 0;
+    std::string detail;
+    size_t bad = t.compare(got.data(), ref.data(), count, op, c.size, &first, &detail);
+    if (bad && !ref_mpi.empty()) {
+      size_t first2 = 0;
+      std::string detail2;
+      if (t.compare(got.data(), ref_mpi.data(), count, op, c.size, &first2, &detail2) == 0) bad = 0;
+    }
+    if (bad) {
+      report("MISMATCH %s: %zu of %zu elements differ from PMPI_Reduce_scatter_block on host copies; first "
+             "index %zu: %s",
+             ctx.c_str(), bad, count, first, detail.c_str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 bool dev_allreduce_derived(const TestComm &c, MPI_Datatype type, const std::string &tname,
                            const TypeDesc &base, MPI_Op op, MPI_Op fill_op, size_t count,
                            bool in_place, uint32_t seed, const Layout &l) {

@@ -104,6 +104,11 @@ inline Layout layout_of(Mem send, Mem recv) {
 bool dev_allreduce(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count, bool in_place,
                    uint32_t seed, const Layout &l = device_layout());
 
+// Reduce_scatter_block of a predefined type: count x size elements per rank in, this
+// rank's block out (in place: the input in the receive buffer).
+bool dev_reduce_scatter_block(const TestComm &c, const TypeDesc &t, MPI_Op op, size_t count, bool in_place,
+                              uint32_t seed, const Layout &l = device_layout());
+
 // Allreduce with any datatype `type` (derived or predefined) whose basic elements are
 // all of `base`, with any op (Open MPI takes only user-defined ops on derived types);
 // the inputs are base's values for the predefined op `fill_op`, holes filled too. The

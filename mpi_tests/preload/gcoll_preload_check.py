@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 
-COLLS = ("allreduce", "bcast", "allgather")
+COLLS = ("allreduce", "bcast", "allgather", "reduce_scatter_block")
 BUCKETS = ("engine", "staged", "passthrough", "errors")
 EXPECT_NP_RE = re.compile(r"^GCOLL_EXPECT np=(\d+)\s*$")
 EXPECT_RE = re.compile(

@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { AR = 0, BC = 1, AG = 2, NCOLL = 3 };
-static const char *coll_name[NCOLL] = {"allreduce", "bcast", "allgather"};
+enum { AR = 0, BC = 1, AG = 2, RS = 3, NCOLL = 4 };
+static const char *coll_name[NCOLL] = {"allreduce", "bcast", "allgather", "reduce_scatter_block"};
 static long long tally_calls[NCOLL];
 static long long tally_bytes[NCOLL];
 static int rank, size, nfail;
@@ -46,7 +46,7 @@ static long long size_of(MPI_Datatype t) {
 /* Record one call: result-buffer bytes per gcoll's definition. */
 static void tally(int coll, int count, MPI_Datatype t, MPI_Comm comm) {
   long long b = (long long)count * size_of(t);
-  if (coll == AG) {
+  if (coll == AG || coll == RS) { /* the gathered result; the whole input */
     int csize;
     MPI_Comm_size(comm, &csize);
     b *= csize;
@@ -300,6 +300,28 @@ int main(int argc, char **argv) {
     }
     MPI_Type_free(&pair);
     free(r);
+  }
+
+  /* -------------------------- MPI_Reduce_scatter_block -------------------------- */
+  {
+    /* rank q's input element k: q + k; rank r gets block r (2 ints): sum over q of q + 2r + j */
+    int *s = (int *)malloc(sizeof(int) * 2 * (size_t)size), r[2] = {-1, -1};
+    for (int k = 0; k < 2 * size; k++) s[k] = rank + k;
+    rc_check(MPI_Reduce_scatter_block(s, r, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "reduce_scatter_block int");
+    tally(RS, 2, MPI_INT, MPI_COMM_WORLD);
+    for (int j = 0; j < 2; j++) {
+      const int want = size * (2 * rank + j) + size * (size - 1) / 2;
+      check(r[j] == want, "reduce_scatter_block int", j, r[j], want);
+    }
+    free(s);
+    /* in place, one double per rank, on the duplicate */
+    double *d = (double *)malloc(sizeof(double) * (size_t)size);
+    for (int k = 0; k < size; k++) d[k] = 0.5 * (rank + 1) * (k + 1);
+    rc_check(MPI_Reduce_scatter_block(MPI_IN_PLACE, d, 1, MPI_DOUBLE, MPI_SUM, dup), "reduce_scatter_block in place");
+    tally(RS, 1, MPI_DOUBLE, dup);
+    const double want = 0.5 * (rank + 1) * size * (size + 1) / 2.0;
+    check(d[0] == want, "reduce_scatter_block in place", 0, d[0], want);
+    free(d);
   }
 
   /* ------------------------------- report ------------------------------------ */

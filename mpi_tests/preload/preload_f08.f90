@@ -12,8 +12,8 @@
 module tally_f08
   use mpi_f08
   implicit none
-  integer, parameter :: AR = 1, BC = 2, AG = 3
-  integer(kind=8) :: ncalls(3) = 0, nbytes(3) = 0
+  integer, parameter :: AR = 1, BC = 2, AG = 3, RSB = 4
+  integer(kind=8) :: ncalls(4) = 0, nbytes(4) = 0
   integer :: nfail = 0, myrank = 0
 contains
   subroutine tally(coll, count, dtype, comm)
@@ -24,7 +24,7 @@ contains
     integer :: csize
     call MPI_Type_get_extent(dtype, lb, ext)
     csize = 1
-    if (coll == AG) call MPI_Comm_size(comm, csize)
+    if (coll == AG .or. coll == RSB) call MPI_Comm_size(comm, csize)
     ncalls(coll) = ncalls(coll) + 1
     nbytes(coll) = nbytes(coll) + int(count, 8) * int(ext, 8) * int(csize, 8)
   end subroutine tally
@@ -58,15 +58,18 @@ program preload_f08
   integer :: ierr, np, i, q, it, root, color, hrank, hsize
   integer :: nfail_tot
   type(MPI_Comm) :: half, dup
-  integer(kind=8) :: sum_ranks, half_sum, calls_tot(3), bytes_tot(3)
+  integer(kind=8) :: sum_ranks, half_sum, calls_tot(4), bytes_tot(4)
   integer :: is(3), ir(3), iv(4)
   integer, allocatable :: iag(:)
   double precision :: dv(128), ds, dr, want
   double precision, allocatable :: dag(:)
   real :: rs(2), rr(2), rv(4)
   real, allocatable :: rag(:)
-  character(len=9), parameter :: names(3) = [character(len=9) :: 'allreduce', 'bcast', &
-      'allgather']
+  character(len=20), parameter :: names(4) = [character(len=20) :: 'allreduce', 'bcast', &
+      'allgather', 'reduce_scatter_block']
+  integer, allocatable :: rsi(:)
+  integer :: rso(2)
+  double precision, allocatable :: rsd(:)
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, myrank)
@@ -224,13 +227,38 @@ program preload_f08
   end do
   deallocate(iag)
 
+  ! ------------------------ MPI_REDUCE_SCATTER_BLOCK -------------------------
+  ! rank q's input element k (from 0): q + k; rank r gets block r (2 integers)
+  allocate(rsi(2 * np))
+  do i = 1, 2 * np
+    rsi(i) = myrank + i - 1
+  end do
+  rso = -1
+  call MPI_Reduce_scatter_block(rsi, rso, 2, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'reduce_scatter_block integer')
+  call tally(RSB, 2, MPI_INTEGER, MPI_COMM_WORLD)
+  do i = 1, 2
+    call check(rso(i) == np * (2 * myrank + i - 1) + np * (np - 1) / 2, 'reduce_scatter_block integer', i)
+  end do
+  deallocate(rsi)
+  ! in place, one DOUBLE PRECISION per rank
+  allocate(rsd(np))
+  do i = 1, np
+    rsd(i) = 0.5d0 * (myrank + 1) * i
+  end do
+  call MPI_Reduce_scatter_block(MPI_IN_PLACE, rsd, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'reduce_scatter_block in place')
+  call tally(RSB, 1, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD)
+  call check(rsd(1) == 0.5d0 * (myrank + 1) * np * (np + 1) / 2, 'reduce_scatter_block in place', 1)
+  deallocate(rsd)
+
   ! -------------------------------- report ------------------------------------
-  call MPI_Reduce(ncalls, calls_tot, 3, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD)
-  call MPI_Reduce(nbytes, bytes_tot, 3, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD)
+  call MPI_Reduce(ncalls, calls_tot, 4, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD)
+  call MPI_Reduce(nbytes, bytes_tot, 4, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD)
   call MPI_Reduce(nfail, nfail_tot, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD)
   if (myrank == 0) then
     write(*, '(A,I0)') 'GCOLL_EXPECT np=', np
-    do i = 1, 3
+    do i = 1, 4
       write(*, '(A,A,A,I0,A,I0,A,I0)') 'GCOLL_EXPECT ', trim(names(i)), ' calls_per_rank=', &
           ncalls(i), ' calls=', calls_tot(i), ' bytes=', bytes_tot(i)
     end do

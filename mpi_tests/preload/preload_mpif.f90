@@ -11,8 +11,8 @@
 module tally_mpif
   implicit none
   include 'mpif.h'
-  integer, parameter :: AR = 1, BC = 2, AG = 3
-  integer(kind=8) :: ncalls(3) = 0, nbytes(3) = 0
+  integer, parameter :: AR = 1, BC = 2, AG = 3, RSB = 4
+  integer(kind=8) :: ncalls(4) = 0, nbytes(4) = 0
   integer :: nfail = 0, myrank = 0
 contains
   subroutine tally(coll, count, dtype, comm)
@@ -21,7 +21,7 @@ contains
     integer :: csize, ierr
     call MPI_TYPE_GET_EXTENT(dtype, lb, ext, ierr)
     csize = 1
-    if (coll == AG) call MPI_COMM_SIZE(comm, csize, ierr)
+    if (coll == AG .or. coll == RSB) call MPI_COMM_SIZE(comm, csize, ierr)
     ncalls(coll) = ncalls(coll) + 1
     nbytes(coll) = nbytes(coll) + int(count, 8) * int(ext, 8) * int(csize, 8)
   end subroutine tally
@@ -53,7 +53,7 @@ program preload_mpif
   implicit none
   integer :: ierr, np, i, q, it, root, color, half, hrank, hsize, dup
   integer :: nfail_tot
-  integer(kind=8) :: sum_ranks, half_sum, calls_tot(3), bytes_tot(3)
+  integer(kind=8) :: sum_ranks, half_sum, calls_tot(4), bytes_tot(4)
   integer :: is(4), ir(4), iv(6)
   integer, allocatable :: iag(:)
   double precision :: dv(200), ds, dr, want
@@ -62,8 +62,11 @@ program preload_mpif
   real, allocatable :: rag(:)
   logical :: ls(2), lr(2)
   character(len=12) :: cv, cwant
-  character(len=9), parameter :: names(3) = [character(len=9) :: 'allreduce', 'bcast', &
-      'allgather']
+  character(len=20), parameter :: names(4) = [character(len=20) :: 'allreduce', 'bcast', &
+      'allgather', 'reduce_scatter_block']
+  integer, allocatable :: rsi(:)
+  integer :: rso(2)
+  double precision, allocatable :: rsd(:)
 
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, myrank, ierr)
@@ -234,13 +237,38 @@ program preload_mpif
   end do
   deallocate(rag)
 
+  ! ------------------------ MPI_REDUCE_SCATTER_BLOCK -------------------------
+  ! rank q's input element k (from 0): q + k; rank r gets block r (2 integers)
+  allocate(rsi(2 * np))
+  do i = 1, 2 * np
+    rsi(i) = myrank + i - 1
+  end do
+  rso = -1
+  call MPI_REDUCE_SCATTER_BLOCK(rsi, rso, 2, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'reduce_scatter_block integer')
+  call tally(RSB, 2, MPI_INTEGER, MPI_COMM_WORLD)
+  do i = 1, 2
+    call check(rso(i) == np * (2 * myrank + i - 1) + np * (np - 1) / 2, 'reduce_scatter_block integer', i)
+  end do
+  deallocate(rsi)
+  ! in place, one DOUBLE PRECISION per rank
+  allocate(rsd(np))
+  do i = 1, np
+    rsd(i) = 0.5d0 * (myrank + 1) * i
+  end do
+  call MPI_REDUCE_SCATTER_BLOCK(MPI_IN_PLACE, rsd, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'reduce_scatter_block in place')
+  call tally(RSB, 1, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD)
+  call check(rsd(1) == 0.5d0 * (myrank + 1) * np * (np + 1) / 2, 'reduce_scatter_block in place', 1)
+  deallocate(rsd)
+
   ! -------------------------------- report ------------------------------------
-  call MPI_REDUCE(ncalls, calls_tot, 3, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
-  call MPI_REDUCE(nbytes, bytes_tot, 3, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  call MPI_REDUCE(ncalls, calls_tot, 4, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  call MPI_REDUCE(nbytes, bytes_tot, 4, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   call MPI_REDUCE(nfail, nfail_tot, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   if (myrank == 0) then
     write(*, '(A,I0)') 'GCOLL_EXPECT np=', np
-    do i = 1, 3
+    do i = 1, 4
       write(*, '(A,A,A,I0,A,I0,A,I0)') 'GCOLL_EXPECT ', trim(names(i)), ' calls_per_rank=', &
           ncalls(i), ' calls=', calls_tot(i), ' bytes=', bytes_tot(i)
     end do

@@ -7,9 +7,10 @@ namespace gcoll {
 
 const char *coll_name(Coll c) {
   switch (c) {
-    case Coll::Allreduce: return "allreduce";
-    case Coll::Bcast: return "bcast";
-    case Coll::Allgather: return "allgather";
+#define GCOLL_X(Name, lower, ...) \
+  case Coll::Name: return #lower;
+    GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
     case Coll::kCount: break;
   }
   return "?";

@@ -8,9 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "base/coll_list.h"
+
 namespace gcoll {
 
-enum class Coll : int { Allreduce = 0, Bcast, Allgather, kCount };
+// The collectives (base/coll_list.h), in the list's order.
+enum class Coll : int {
+#define GCOLL_X(Name, ...) Name,
+  GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+  kCount
+};
 enum class Path : int { Engine = 0, Staged, Passthrough, Error, kCount };
 
 const char *coll_name(Coll c);  // "allreduce", ... (the JSON keys)

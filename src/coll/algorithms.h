@@ -1,4 +1,5 @@
-// The algorithm functions (one file per collective); the table is in registry.cc.
+// The algorithm functions (one file per collective, or per algorithm); the table is in
+// registry.cc.
 #pragma once
 
 #include "coll/engine.h"
@@ -27,6 +28,11 @@ Status allgather_bruck(Engine &e, const CollArgs &a);
 // Device buffers on one node where the space fuses (MemSpace::fused): one fused op per
 // chunk of at most the space's capacity, one kernel and one wait each.
 Status allreduce_fused(Engine &e, const CollArgs &a);
+// reduce_scatter_block: one node through the banks (rsb_node.cc), device buffers on one
+// node zero-copy (rsb_twoshot.cc), several nodes through the allreduce (rsb_allreduce.cc).
+Status reduce_scatter_block_node(Engine &e, const CollArgs &a);
+Status reduce_scatter_block_twoshot(Engine &e, const CollArgs &a);
+Status reduce_scatter_block_allreduce(Engine &e, const CollArgs &a);
 Status bcast_fused(Engine &e, const CollArgs &a);
 Status allgather_fused(Engine &e, const CollArgs &a);
 

@@ -33,6 +33,15 @@ bool device_one_node(const CollArgs &a, const Topology &t) {
   return can_run(a) && a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1 && t.local_size <= 16;
 }
 
+// reduce_scatter_block: one node through the banks; several nodes (host memory: its
+// scratch is host memory) through the allreduce; device buffers on one node zero-copy,
+// not in place (in place is rank-uniform: MPI requires MPI_IN_PLACE on all ranks or none).
+bool rsb_node(const CollArgs &a, const Topology &t) { return banks(a, t) && t.num_nodes == 1; }
+bool rsb_allreduce(const CollArgs &a, const Topology &t) {
+  return banks(a, t) && a.mem == MemKind::Host && t.num_nodes > 1;
+}
+bool rsb_twoshot(const CollArgs &a, const Topology &t) { return device_one_node(a, t) && a.sendbuf != nullptr; }
+
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
 // intra-node allgather.
 template <ScheduleBuilder kSchedule>
@@ -82,6 +91,20 @@ const std::vector<Algorithm> &algorithms() {
        device_fused, allgather_fused},
       {Coll::Allgather, "staged", "device buffers: copied to pinned host memory for the MPI's own allgather",
        device_any, nullptr},
+      {Coll::Reduce_scatter_block, "node",
+       "one node: the input through the node's banks a chunk at a time, each rank reduces its own block from all "
+       "peers",
+       rsb_node, reduce_scatter_block_node},
+      {Coll::Reduce_scatter_block, "twoshot",
+       "device buffers on one node, not in place: each rank reduces its block reading peers' input in place (CUDA "
+       "IPC): the allreduce two-shot's first half",
+       rsb_twoshot, reduce_scatter_block_twoshot},
+      {Coll::Reduce_scatter_block, "allreduce",
+       "several nodes, host memory: the hierarchical allreduce (ring along the rails) a chunk at a time; each rank "
+       "keeps its block",
+       rsb_allreduce, reduce_scatter_block_allreduce},
+      {Coll::Reduce_scatter_block, "staged",
+       "device buffers: copied to pinned host memory for the MPI's own reduce_scatter_block", device_any, nullptr},
   };
   return table;
 }

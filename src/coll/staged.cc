@@ -178,6 +178,29 @@ StagedResult staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype s
   return st.result(rc);
 }
 
+StagedResult staged_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                         MPI_Op op, MPI_Comm comm, StagedBuffers b) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  const long long total = static_cast<long long>(recvcount) * n;
+  // The input: n blocks (the receive buffer's, in place); the result: the first block.
+  Span ss, rs, out;
+  if (total > 0x7fffffff || (!in_place && !span_of(static_cast<int>(total), datatype, &ss)) ||
+      !span_of(in_place ? static_cast<int>(total) : recvcount, datatype, &rs) || !span_of(recvcount, datatype, &out))
+    return {PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)};
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (!in_place && b.send_device) hsend = st.host_copy(sendbuf, ss, true);
+  if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, in_place || rs.holes);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Reduce_scatter_block(hsend, hrecv, recvcount, datatype, op, comm);
+  // Only the result goes back (in place, the rest of the input stays as it was).
+  if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, out);
+  return st.result(rc);
+}
+
 void release_staging() { pinned::release(); }
 
 }  // namespace gcoll

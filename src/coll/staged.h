@@ -20,8 +20,8 @@
 namespace gcoll {
 
 struct StagedBuffers {
-  bool send_device = false;  // allreduce/allgather send buffer (not MPI_IN_PLACE)
-  bool recv_device = false;  // allreduce/allgather receive buffer; bcast buffer
+  bool send_device = false;  // send buffer (not MPI_IN_PLACE)
+  bool recv_device = false;  // receive buffer; bcast buffer
   int device = 0;            // the GPU of the device buffer(s)
 };
 
@@ -40,6 +40,8 @@ StagedResult staged_bcast(void *buffer, int count, MPI_Datatype datatype, int ro
                           StagedBuffers b);
 StagedResult staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                         MPI_Op op, MPI_Comm comm, StagedBuffers b);
 
 // Inside MPI_Finalize: frees the pooled pinned buffers and the staging streams (before the
 // application may reset its devices; mem/pinned.h).

@@ -1,17 +1,27 @@
 // gcoll's implementation of the intercepted collectives, shared by the C and Fortran
-// entry points (Fortran ones convert handles and sentinels first).
+// entry points (Fortran ones convert handles and sentinels first): one function per row
+// of the call list (base/coll_list.h), each in its argument file (pmpi/calls/<name>.cc),
+// with the same parameters as MPI_<Name>.
 #pragma once
 
 #include <mpi.h>
 
 #include "base/stats.h"
+#include "pmpi/call_kinds.h"
 
 namespace gcoll {
 
-int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
-int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
-int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-              MPI_Datatype recvtype, MPI_Comm comm);
+#define GCOLL_X(Name, lower, UPPER, ...) int lower(GCOLL_PP_MAP(GCOLL_C_PARAM, __VA_ARGS__));
+GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+
+// The bytes of a large-count call the MPI makes itself (counts beyond an int, entry_c.cc),
+// for the stats: what the int-count form would count. In each argument file too.
+#define GCOLL_X(Name, lower, UPPER, ...) \
+  unsigned long long lower##_large_bytes(GCOLL_PP_MAP(GCOLL_LC_PARAM, __VA_ARGS__));
+GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+
 int finalize();
 
 // A call the MPI made itself, outside gcoll's paths (the MPI-4 large-count calls whose

@@ -116,8 +116,14 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
   const bool in_place = a->sendbuf == nullptr;
   // Scratch: [send block][result], the result being what recvbuf holds after the call.
   std::size_t result = block;
+  std::size_t send = a->coll == Coll::Bcast || in_place ? 0 : block;
   if (a->coll == Coll::Allgather) result = block * static_cast<std::size_t>(size);
-  const std::size_t send = a->coll == Coll::Bcast || in_place ? 0 : block;
+  if (a->coll == Coll::Reduce_scatter_block) {
+    // n input blocks (in place: in the receive buffer, which the result then starts)
+    const std::size_t total = block * static_cast<std::size_t>(size);
+    send = in_place ? 0 : total;
+    result = in_place ? total : block;
+  }
   const std::size_t need = std::max<std::size_t>(send + result, 1);
   if (gpu_ < 0) gpu_ = rt().current_device();
   if (gpu_ < 0) return fail("no GPU for the copies of a rank whose buffers differ from the agreed kind", Status::ErrInternal);
@@ -159,6 +165,12 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
       }
       out_ = a->recvbuf;
       out_bytes_ = result;
+      a->sendbuf = in_place ? nullptr : s_send;
+      break;
+    case Coll::Reduce_scatter_block:
+      if (ok(st)) st = in_place ? copy(s_res, a->recvbuf, result) : copy(s_send, a->sendbuf, send);
+      out_ = a->recvbuf;
+      out_bytes_ = block;  // the result: the first block
       a->sendbuf = in_place ? nullptr : s_send;
       break;
     case Coll::kCount:

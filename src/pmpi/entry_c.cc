@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "pmpi/call_kinds.h"
 #include "pmpi/collectives.h"
 #include "pmpi/mpi_flavor.h"
 
@@ -25,25 +26,17 @@
 
 extern "C" {
 
-GCOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                               MPI_Comm comm) {
-  GCOLL_FORWARD(kAllreduce, decltype(&MPI_Allreduce), sendbuf, recvbuf, count, datatype, op, comm)
-  return gcoll::allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-GCOLL_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  GCOLL_FORWARD(kBcast, decltype(&MPI_Bcast), buffer, count, datatype, root, comm)
-  return gcoll::bcast(buffer, count, datatype, root, comm);
-}
-
-GCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  GCOLL_FORWARD(kAllgather, decltype(&MPI_Allgather), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-  return gcoll::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
+// One entry point per row of the call list (base/coll_list.h).
+#define GCOLL_X(Name, lower, UPPER, ...)                                                   \
+  GCOLL_EXPORT int MPI_##Name(GCOLL_PP_MAP(GCOLL_C_PARAM, __VA_ARGS__)) {                  \
+    GCOLL_FORWARD(k##Name, decltype(&MPI_##Name), GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__))    \
+    return gcoll::lower(GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__));                            \
+  }
+GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
 
 // MPI-4 large counts (MPI_Count), where the MPI has them (MPICH 4; Open MPI 4.1 has
-// none): a count that fits an int takes gcoll's path like any other call (the MPI's own
+// none): a call whose counts fit an int takes gcoll's path like any other (the MPI's own
 // int-count call behind it computes the same); a larger one goes to the MPI's large-count
 // call and is counted as passthrough, so that every call is seen and the stats add up.
 // (A device buffer of more than 2^31 elements therefore reaches the MPI as it is.)
@@ -51,44 +44,23 @@ GCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype 
 // meet a program built for MPICH's native ABI, which makes these calls).
 #if GCOLL_MPI_LARGE_COUNT
 namespace {
-
-bool fits_int(MPI_Count n) { return n >= 0 && n <= INT_MAX; }
-
-unsigned long long type_bytes(MPI_Count count, MPI_Datatype t) {
-  MPI_Count sz = 0;
-  if (PMPI_Type_size_c(t, &sz) != MPI_SUCCESS || sz < 0 || count < 0) return 0;
-  return static_cast<unsigned long long>(count) * static_cast<unsigned long long>(sz);
+bool all_fit(std::initializer_list<bool> fits) {
+  for (bool f : fits)
+    if (!f) return false;
+  return true;
 }
-
 }  // namespace
 
-GCOLL_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                                 MPI_Op op, MPI_Comm comm) {
-  GCOLL_FORWARD(kAllreduceC, decltype(&MPI_Allreduce_c), sendbuf, recvbuf, count, datatype, op, comm)
-  if (fits_int(count)) return gcoll::allreduce(sendbuf, recvbuf, static_cast<int>(count), datatype, op, comm);
-  return gcoll::count_passthrough(gcoll::Coll::Allreduce, PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm),
-                                  type_bytes(count, datatype));
-}
-
-GCOLL_EXPORT int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  GCOLL_FORWARD(kBcastC, decltype(&MPI_Bcast_c), buffer, count, datatype, root, comm)
-  if (fits_int(count)) return gcoll::bcast(buffer, static_cast<int>(count), datatype, root, comm);
-  return gcoll::count_passthrough(gcoll::Coll::Bcast, PMPI_Bcast_c(buffer, count, datatype, root, comm), type_bytes(count, datatype));
-}
-
-GCOLL_EXPORT int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
-                                 MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  GCOLL_FORWARD(kAllgatherC, decltype(&MPI_Allgather_c), sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                comm)
-  if (fits_int(sendcount) && fits_int(recvcount))
-    return gcoll::allgather(sendbuf, static_cast<int>(sendcount), sendtype, recvbuf, static_cast<int>(recvcount),
-                            recvtype, comm);
-  int n = 0;
-  PMPI_Comm_size(comm, &n);
-  return gcoll::count_passthrough(
-      gcoll::Coll::Allgather, PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
-      type_bytes(recvcount, recvtype) * static_cast<unsigned long long>(n > 0 ? n : 0));
-}
+#define GCOLL_X(Name, lower, UPPER, ...)                                                          \
+  GCOLL_EXPORT int MPI_##Name##_c(GCOLL_PP_MAP(GCOLL_LC_PARAM, __VA_ARGS__)) {                    \
+    GCOLL_FORWARD(k##Name##C, decltype(&MPI_##Name##_c), GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__))    \
+    if (all_fit({GCOLL_PP_MAP(GCOLL_LC_FITS, __VA_ARGS__)}))                                      \
+      return gcoll::lower(GCOLL_PP_MAP(GCOLL_LC_ARG, __VA_ARGS__));                               \
+    return gcoll::count_passthrough(gcoll::Coll::Name, PMPI_##Name##_c(GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__)), \
+                                    gcoll::lower##_large_bytes(GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__)));        \
+  }
+GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
 #endif
 
 GCOLL_EXPORT int MPI_Finalize(void) {
@@ -199,11 +171,22 @@ __attribute__((constructor)) void load_check() {
     std::_Exit(1);
   }
   void *h = dlopen(other->path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  // In the order of flavor::Entry (the call list, base/coll_list.h).
   static const char *const kNames[kEntries] = {
-      "MPI_Allreduce",  "MPI_Bcast",  "MPI_Allgather",  "MPI_Finalize", "MPI_Allreduce_c", "MPI_Bcast_c",
-      "MPI_Allgather_c", "mpi_allreduce_", "mpi_bcast_", "mpi_allgather_", "mpi_finalize_"};
+#define GCOLL_X(Name, ...) "MPI_" #Name,
+      GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+      "MPI_Finalize",
+#define GCOLL_X(Name, ...) "MPI_" #Name "_c",
+      GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+      "mpi_finalize_",
+#define GCOLL_X(Name, lower, ...) "mpi_" #lower "_",
+      GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+  };
   for (int e = 0; e < kEntries; ++e)  // C ones from the program's MPI, Fortran ones from the next library
-    g_foreign[e] = e < kFAllreduce ? (h ? dlsym(h, kNames[e]) : nullptr) : dlsym(RTLD_NEXT, kNames[e]);
+    g_foreign[e] = e < kFFinalize ? (h ? dlsym(h, kNames[e]) : nullptr) : dlsym(RTLD_NEXT, kNames[e]);
   // mpi_finalize_f08_ may pass a null ierror: forward every Fortran MPI_Finalize to the
   // f08 binding when there is one (it takes both).
   if (void *f08 = dlsym(RTLD_NEXT, "mpi_finalize_f08_")) g_foreign[kFFinalize] = f08;

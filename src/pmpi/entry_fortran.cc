@@ -21,6 +21,7 @@
 
 #if GCOLL_MPI_FORTRAN_ENTRY_POINTS || GCOLL_MPI_FORTRAN_FINALIZE_F08
 
+#include "pmpi/call_kinds.h"
 #include "pmpi/collectives.h"
 
 namespace {
@@ -76,33 +77,9 @@ void *f2c_buffer(void *p) {
 
 extern "C" {
 
-__attribute__((visibility("hidden"))) void gcoll_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count,
-                                                             MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm,
-                                                             MPI_Fint *ierror) {
-  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFAllreduce))  // another MPI: every argument is a pointer
-    return reinterpret_cast<decltype(&gcoll_f_allreduce)>(next)(sendbuf, recvbuf, count, datatype, op, comm, ierror);
-  set_ierror(ierror, gcoll::allreduce(f2c_buffer(sendbuf), f2c_buffer(recvbuf), *count, PMPI_Type_f2c(*datatype),
-                                      PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
-}
-
-__attribute__((visibility("hidden"))) void gcoll_f_bcast(void *buffer, MPI_Fint *count, MPI_Fint *datatype,
-                                                         MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror) {
-  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFBcast))
-    return reinterpret_cast<decltype(&gcoll_f_bcast)>(next)(buffer, count, datatype, root, comm, ierror);
-  set_ierror(ierror, gcoll::bcast(f2c_buffer(buffer), *count, PMPI_Type_f2c(*datatype), *root, PMPI_Comm_f2c(*comm)));
-}
-
-__attribute__((visibility("hidden"))) void gcoll_f_allgather(void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype,
-                                                             void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype,
-                                                             MPI_Fint *comm, MPI_Fint *ierror) {
-  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFAllgather))
-    return reinterpret_cast<decltype(&gcoll_f_allgather)>(next)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                                                recvtype, comm, ierror);
-  set_ierror(ierror, gcoll::allgather(f2c_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype),
-                                      f2c_buffer(recvbuf), *recvcount, PMPI_Type_f2c(*recvtype),
-                                      PMPI_Comm_f2c(*comm)));
-}
-
+// One set per row of the call list (base/coll_list.h): gcoll_f_<lower> converts the
+// Fortran arguments (or forwards them unchanged under another MPI: every argument is a
+// pointer), and every Fortran spelling is an alias of it.
 #define GCOLL_FORTRAN_SPELLINGS(lower, upper, target, params) \
   GCOLL_FORTRAN_ALIAS(lower##_, target, params)               \
   GCOLL_FORTRAN_ALIAS(lower##__, target, params)              \
@@ -110,12 +87,18 @@ __attribute__((visibility("hidden"))) void gcoll_f_allgather(void *sendbuf, MPI_
   GCOLL_FORTRAN_ALIAS(upper, target, params)                  \
   GCOLL_FORTRAN_ALIAS(lower##_f08_, target, params)
 
-GCOLL_FORTRAN_SPELLINGS(mpi_allreduce, MPI_ALLREDUCE, gcoll_f_allreduce,
-                        (void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
-GCOLL_FORTRAN_SPELLINGS(mpi_bcast, MPI_BCAST, gcoll_f_bcast,
-                        (void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
-GCOLL_FORTRAN_SPELLINGS(mpi_allgather, MPI_ALLGATHER, gcoll_f_allgather,
-                        (void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
+#define GCOLL_X(Name, lower, UPPER, ...)                                                                \
+  __attribute__((visibility("hidden"))) void gcoll_f_##lower(GCOLL_PP_MAP(GCOLL_F_PARAM, __VA_ARGS__),  \
+                                                             MPI_Fint *ierror) {                       \
+    if (void *next = gcoll::flavor::foreign(gcoll::flavor::kF##Name))                                 \
+      return reinterpret_cast<decltype(&gcoll_f_##lower)>(next)(GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__), ierror); \
+    set_ierror(ierror, gcoll::lower(GCOLL_PP_MAP(GCOLL_F_ARG, __VA_ARGS__)));                          \
+  }                                                                                                    \
+  GCOLL_FORTRAN_SPELLINGS(mpi_##lower, MPI_##UPPER, gcoll_f_##lower,                                   \
+                          (GCOLL_PP_MAP(GCOLL_F_TYPE, __VA_ARGS__), MPI_Fint *))
+GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+
 GCOLL_FORTRAN_SPELLINGS(mpi_finalize, MPI_FINALIZE, gcoll_f_finalize, (MPI_Fint *))
 
 }  // extern "C"

@@ -36,6 +36,8 @@
 
 #include <mpi.h>
 
+#include "base/coll_list.h"
+
 // GCOLL_MPI_FORTRAN_ENTRY_POINTS: gcoll defines every Fortran spelling (Open MPI).
 // GCOLL_MPI_FORTRAN_FINALIZE_F08: gcoll defines mpi_finalize_f08_ only (MPICH).
 #if defined(MPI_ABI_VERSION)
@@ -110,10 +112,20 @@ inline const char *built_for() { return kBuiltAbi ? "the MPI standard ABI" : kMp
 //     MPI calls to gcoll's MPI (Fortran programs whose C MPI library is only an indirect
 //     dependency): nothing can run correctly then.
 // foreign() is null when the process runs under gcoll's own MPI.
+// One entry per row of the call list (base/coll_list.h) and form, then MPI_Finalize:
+// C, C with MPI-4 large counts, Fortran (from kFFinalize on).
 enum Entry {
-  kAllreduce, kBcast, kAllgather, kFinalize,       // C
-  kAllreduceC, kBcastC, kAllgatherC,               // C, MPI-4 large counts
-  kFAllreduce, kFBcast, kFAllgather, kFFinalize,   // Fortran
+#define GCOLL_X(Name, ...) k##Name,
+  GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+  kFinalize,
+#define GCOLL_X(Name, ...) k##Name##C,
+  GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+  kFFinalize,
+#define GCOLL_X(Name, ...) kF##Name,
+  GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
   kEntries
 };
 extern void *g_foreign[kEntries];

@@ -359,13 +359,23 @@ TEST(Tune, FusedAndTimeSlicedDeviceSelection) {
   a.fused = true;
   a.elem = 4;
   a.dtype = DType::Float;
-  for (int c = 0; c < kColls; ++c) {
-    a.coll = static_cast<Coll>(c);
+  for (Coll c : {Coll::Allreduce, Coll::Bcast, Coll::Allgather}) {
+    a.coll = c;
     for (std::size_t count : {std::size_t{2}, std::size_t{4096}, std::size_t{1} << 18}) {
       a.count = count;
       EXPECT_STREQ(select_algorithm({}, a, one)->name, "fused") << coll_name(a.coll) << " " << a.bytes();
     }
   }
+  // reduce_scatter_block has no fused op: zero-copy (not in place; below 16K by the
+  // table's order, no rule naming it), else staged (the banks are the fused ops').
+  a.coll = Coll::Reduce_scatter_block;
+  a.sendbuf = &a;
+  a.count = 2;
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "twoshot");
+  a.count = std::size_t{1} << 18;
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "twoshot");
+  a.sendbuf = nullptr;  // in place
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "staged");
   a.coll = Coll::Allreduce;
   a.count = std::size_t{4} << 20;  // 16 MiB
   EXPECT_STREQ(select_algorithm({}, a, one)->name, "twoshot");

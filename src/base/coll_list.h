@@ -1,0 +1,32 @@
+// The collectives gcoll takes, described once. Everything that lists them is generated
+// from GCOLL_COLLS: the Coll enum and the stats' names (base/stats.h), the C entry points
+// and their MPI-4 large-count forms (pmpi/entry_c.cc), every Fortran spelling
+// (pmpi/entry_fortran.cc), the functions behind them (pmpi/collectives.h) and the load
+// check's forwarding table (pmpi/mpi_flavor.h). What is particular to one collective lives
+// in its argument file (pmpi/calls/<name>.cc: the MPI arguments -> a call description) and
+// its algorithm files (src/coll; docs/contributing.md: adding a collective).
+//
+// X(Name, lower, UPPER, arguments...): the C entry point MPI_<Name> (and MPI_<Name>_c), the
+// Fortran ones mpi_<lower>_, mpi_<lower>__, mpi_<lower>, MPI_<UPPER>, mpi_<lower>_f08_,
+// Coll::<Name>, "<lower>" in the stats file. The arguments, in C order, each (KIND, name):
+//   SBUF  const void *    send buffer (Fortran: MPI_IN_PLACE and MPI_BOTTOM mapped)
+//   RBUF  void *          receive (or in-out) buffer (likewise)
+//   CNT   int             a count (MPI_Count in the large-count form)
+//   DT    MPI_Datatype
+//   OP    MPI_Op
+//   ROOT  int             a rank
+//   COMM  MPI_Comm
+// No MPI type appears here: the kinds are spelled out where they are used (base/pp.h maps
+// over the list).
+#pragma once
+
+#include "base/pp.h"
+
+#define GCOLL_COLLS(X)                                                                                       \
+  X(Allreduce, allreduce, ALLREDUCE, (SBUF, sendbuf), (RBUF, recvbuf), (CNT, count), (DT, datatype), (OP, op), \
+    (COMM, comm))                                                                                            \
+  X(Bcast, bcast, BCAST, (RBUF, buffer), (CNT, count), (DT, datatype), (ROOT, root), (COMM, comm))           \
+  X(Allgather, allgather, ALLGATHER, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),      \
+    (CNT, recvcount), (DT, recvtype), (COMM, comm))                                                          \
+  X(Reduce_scatter_block, reduce_scatter_block, REDUCE_SCATTER_BLOCK, (SBUF, sendbuf), (RBUF, recvbuf),      \
+    (CNT, recvcount), (DT, datatype), (OP, op), (COMM, comm))
