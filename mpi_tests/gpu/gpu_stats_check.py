@@ -27,7 +27,7 @@ MPI_Finalize:
   * passthrough == host calls (host buffers go to the MPI by default);
     engine + staged == device calls; allreduce: staged >= device calls with a
     user-defined op (never the engine; bcast and allgather with derived datatypes may
-    take the engine: they go by type signature, pmpi/pack.h);
+    take the engine: they go by type signature, coll/pack.h);
   * --device-path engine (default settings, one node or several virtual nodes):
     engine > 0 for every collective (device calls with predefined types use gcoll's
     engine); --device-path staged (GCOLL_DEVICE_BUFFERS=staged): engine == 0 and
@@ -227,7 +227,7 @@ def main(argv):
                      % (c, s["engine"] + s["staged"], device))
             # A user-defined op is never the engine's (the program's derived allreduces all
             # have one); bcast and allgather go by type signature, and a derived datatype
-            # is packed into the engine's call (pmpi/pack.h), or staged with the others.
+            # is packed into the engine's call (coll/pack.h), or staged with the others.
             if c == "allreduce" and s["staged"] < k["der"]:
                 fail("stats %s: staged=%d < %d device calls with a user-defined op"
                      % (c, s["staged"], k["der"]))

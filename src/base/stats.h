@@ -34,19 +34,19 @@ constexpr int kMaxAlgos = 32;                            // engine algorithms, b
 // What the library itself costs, whatever the collective (the JSON's "library" object):
 //   HiddenMpi:      MPI calls gcoll makes on its own inside an intercepted call: the
 //                   memory-kind agreements and the one-time agreement of their settings
-//                   per communicator (src/pmpi/memory.cc); the engine's agreements on a
+//                   per communicator (src/coll/team_memory.cc); the engine's agreements on a
 //                   communicator (its settings and setup, once; the device space's setup,
 //                   once) and the completion of its calls between nodes (a barrier on the
 //                   rail for calls >= 1 KiB, an agreement over the communicator for device
 //                   calls: one per call, coll/engine.cc). Not counted: the MPI calls inside
 //                   building the topology, the node segment and the UCX group (once per
 //                   communicator: splits, address exchange);
-//   Agreements:     memory-kind agreements among them (src/pmpi/memory.cc);
+//   Agreements:     memory-kind agreements among them (src/coll/team_memory.cc);
 //   PointerQueries: driver pointer queries (cuPointerGetAttributes, or the emulated
 //                   GPU's registry lookup) made to classify a buffer;
 //   KindCacheHits:  buffers classified from the memory-kind cache, without a query;
 //   Deviations:     engine calls in which this rank's buffers were not of the agreed
-//                   kind and were copied to a buffer that is (src/pmpi/deviate.cc).
+//                   kind and were copied to a buffer that is (src/coll/deviate.cc).
 enum class Counter : int { HiddenMpi = 0, Agreements, PointerQueries, KindCacheHits, Deviations, kCount };
 constexpr int kLibCounters = static_cast<int>(Counter::kCount);
 const char *counter_name(Counter c);  // "hidden_mpi_calls", ... (the JSON keys)

@@ -57,7 +57,7 @@ struct Span {
 bool span_of(int count, MPI_Datatype type, Span *out);
 
 // Host copies of device buffers for one call (what the staged path and the packing of
-// derived datatypes on device buffers, pmpi/pack.h, go through): the buffers' GPU made
+// derived datatypes on device buffers, coll/pack.h, go through): the buffers' GPU made
 // current (and restored), pinned host copies of the buffers' spans, copies in both
 // directions on the GPU's staging stream, each ordered after the application's work on
 // its default streams.

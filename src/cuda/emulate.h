@@ -11,7 +11,7 @@
 //     (GCOLL_EMU_DELAY): a missing wait gives a wrong result instead of a lucky one.
 //   - Reductions run the host kernels (kernels/host_reduce.h) on the shadow views.
 // runtime.cc / device.cc hand these out as runtime() / driver() under GCOLL_CUDA=emulate;
-// the C API of include/gcoll/gcoll_emulate.h (src/pmpi/emulate_api.cc) is what the test
+// the C API of include/gcoll/gcoll_emulate.h (src/api/emulate_api.cc) is what the test
 // programs allocate and copy with.
 #pragma once
 

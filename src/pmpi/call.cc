@@ -36,37 +36,6 @@ std::uint64_t payload_predefined(long long count, MPI_Datatype type) {
   return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(l.size);
 }
 
-Status run_engine(MPI_Comm comm, const CollArgs &a, int device, EngineRecord *rec) {
-  CommState *cs = nullptr;
-  Engine *e = nullptr;
-  Status st = comm_state(comm, &cs);
-  EngineSettings es;
-  es.usable = cs->engine_settings;
-  es.timeout_s = cs->timeout_s;
-  if (ok(st)) st = cs->engine.get(cs->comm, cs->inter, cs->id, es, &e);
-  if (!ok(st)) return st;
-  st = e->run(a, device, rec);
-  // The GPU of the communicator's device engine, once it has one: buffers elsewhere are
-  // then not the engine's (memory.cc).
-  if (e->device >= 0) cs->device = e->device;
-  if (st != Status::NotSupported) cs->seq.fetch_add(1, std::memory_order_relaxed);
-  return st;
-}
-
-LocalMemory packed_memory(const LocalMemory &lm, bool packed_send, bool packed_recv, const Buffers &b) {
-  LocalMemory m = lm;
-  m.host = false;
-  m.device = false;
-  const bool used[2] = {b.send != nullptr, b.recv != nullptr}, packed[2] = {packed_send, packed_recv};
-  for (int i = 0; i < 2; ++i) {
-    if (!used[i] && !packed[i]) continue;
-    const bool dev = !packed[i] && lm.is_device[i];
-    m.is_device[i] = dev;
-    (dev ? m.device : m.host) = true;
-  }
-  return m;
-}
-
 bool valid_buffer(const void *p, long long count) { return count == 0 || (p != nullptr && p != MPI_IN_PLACE); }
 
 int comm_size(MPI_Comm comm) {

@@ -14,9 +14,9 @@
 #include "coll/engine.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
-#include "pmpi/deviate.h"
+#include "coll/deviate.h"
 #include "pmpi/errors.h"
-#include "pmpi/pack.h"
+#include "coll/pack.h"
 #include "coll/staged.h"
 
 namespace gcoll {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "pmpi/dispatch.h"
+#include "coll/decide.h"
 
 namespace gcoll {
 namespace {
@@ -42,7 +42,7 @@ TEST(Dispatch, MixedCallsNeverTakeTheEngine) {
 
 // The agreed kind and this rank's own may differ (between agreements, memory.h): outside
 // the engine each rank goes by its own buffers; engine calls stay engine calls (the rank
-// deviates through scratch, pmpi/deviate.h).
+// deviates through scratch, coll/deviate.h).
 TEST(Dispatch, OwnBuffersDecideOutsideTheEngine) {
   EXPECT_EQ(decide(in(CallMem::Device, false, false, false)), Path::Passthrough);  // a host rank: no staging
   EXPECT_EQ(decide(in(CallMem::Device, false, true, false, false)), Path::Passthrough);

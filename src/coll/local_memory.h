@@ -1,5 +1,5 @@
-// What this rank's buffers of one call are (pmpi/memory.h classifies them), and the last
-// call's answer kept per communicator (CommState::memo).
+// What this rank's buffers of one call are (coll/team_memory.h classifies them), and the
+// last call's answer kept per communicator (Team::memo).
 #pragma once
 
 #include <atomic>

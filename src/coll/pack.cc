@@ -1,11 +1,10 @@
-#include "pmpi/pack.h"
+#include "coll/pack.h"
 
 #include <algorithm>
 #include <climits>
 #include <mutex>
 #include <new>
 
-#include "pmpi/mpi_types.h"
 
 namespace gcoll {
 
@@ -59,13 +58,9 @@ bool shape_of(MPI_Datatype t, Shape *out) {
     }
   Shape s{};
   s.type = t;
-  DType unused;
-  s.named = map_datatype(t, &unused);
-  if (!s.named) {
-    int ni = 0, na = 0, nd = 0, combiner = 0;
-    if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
-    s.named = combiner == MPI_COMBINER_NAMED;
-  }
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+  s.named = combiner == MPI_COMBINER_NAMED;
   MPI_Aint lb = 0;
   if (PMPI_Type_size(t, &s.size) != MPI_SUCCESS || s.size == MPI_UNDEFINED || s.size < 0 ||
       PMPI_Type_get_extent(t, &lb, &s.extent) != MPI_SUCCESS ||

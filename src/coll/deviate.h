@@ -20,14 +20,13 @@
 
 #include "base/status.h"
 #include "coll/engine.h"
-#include "cuda/runtime.h"
 
 namespace gcoll {
 
 class Deviator {
  public:
   // `mem`: the agreed kind; `gpu`: the engine's GPU (device memory), or the GPU of this
-  // rank's device buffers (host memory: the copies run there).
+  // rank's device buffers (host memory: the copies run there); -1: the current device.
   Deviator(MemKind mem, int gpu);
   ~Deviator();  // gives the scratch back
   Deviator(const Deviator &) = delete;
@@ -41,6 +40,8 @@ class Deviator {
   Status leave();
   // What failed, for the error message.
   const std::string &why() const { return why_; }
+  // The GPU the copies ran on (after enter(): the current device when none was given).
+  int gpu() const { return gpu_; }
 
  private:
   Status copy(void *dst, const void *src, std::size_t bytes);
@@ -50,8 +51,8 @@ class Deviator {
   int gpu_;
   void *scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
-  cuda::Stream stream_ = nullptr;
-  cuda::Event order_ = nullptr;
+  void *stream_ = nullptr;  // cuda::Stream
+  void *order_ = nullptr;   // cuda::Event
   // The application's buffer the result goes to, and from where in scratch.
   void *out_ = nullptr;
   const void *out_from_ = nullptr;

@@ -9,6 +9,8 @@
 // MPI_DOUBLE_INT with several elements) takes the same engine call on packed host
 // scratch: PMPI_Pack before the call, PMPI_Unpack after (device buffers through a host
 // copy of their span, coll/staged.h). Packing is local: the other ranks never know.
+// (Called from the call path, coll/team_call.h; it is pmpi's argument files that fill
+// the plan.)
 #pragma once
 
 #include <mpi.h>

@@ -1,4 +1,4 @@
-#include "pmpi/deviate.h"
+#include "coll/deviate.h"
 
 #include <algorithm>
 #include <mutex>

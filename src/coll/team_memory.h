@@ -11,13 +11,17 @@
 #include <cstring>
 
 #include "base/stats.h"
-#include "pmpi/comm_state.h"
-#include "pmpi/local_memory.h"
-#include "pmpi/dispatch.h"
+#include "coll/decide.h"
+#include "coll/local_memory.h"
+#include "coll/team.h"
 
 namespace gcoll {
 
 
+
+// Whether this process can hold device memory at all (a usable CUDA driver, or the
+// emulated GPU): cheap after the first call.
+bool device_memory_possible();
 
 // Classifies the buffers that carry bytes (nullptr entries are skipped: MPI_IN_PLACE, no
 // bytes). Without a usable driver every buffer is host memory, at the cost of a branch.
@@ -38,12 +42,12 @@ struct CallMemory {
   bool device_engine = false;  // Device: the engine may take it (settings, one GPU per rank)
   bool agreed_now = false;     // this call ran an agreement
 };
-static_assert(sizeof(CallMemory) <= sizeof(std::uint64_t), "kept in CommState::AgreedKind::answer");
+static_assert(sizeof(CallMemory) <= sizeof(std::uint64_t), "kept in Team::AgreedKind::answer");
 
 // Once per intracommunicator, at its first call (any collective: every rank makes it):
 // whether any rank can hold device memory, and every setting that must be equal on every
 // rank (base/uniform_settings.h), into `cs`.
-void agree_once(CommState *cs);
+void agree_once(Team *cs);
 
 // For a call the engine supports on an intracommunicator: what every rank takes the
 // call to be, the same on all ranks. Where no rank can hold device memory: host. Where
@@ -56,11 +60,11 @@ void agree_once(CommState *cs);
 // from the answer (a deviator) adapts locally (collectives.cc, deviate.h).
 // Collective: every rank must call it for the same calls (engine_supports is
 // rank-uniform), before any byte moves.
-Status agree_memory_slow(CommState *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out);
-inline Status agree_memory(CommState *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out) {
+Status agree_memory_slow(Team *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out);
+inline Status agree_memory(Team *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out) {
   // Between agreements (almost every call): the last answer, nothing else.
   if (cs->gpu > 0 && !cs->uniform_memory) {
-    CommState::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(bytes)];
+    Team::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(bytes)];
     if (k.calls != k.next) {
       ++k.calls;
       std::memcpy(out, &k.answer, sizeof *out);

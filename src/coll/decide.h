@@ -6,9 +6,9 @@
 // may differ between ranks. Every input that can select the engine must therefore be
 // rank-uniform: settings (agreed once per communicator), `engine_supports` (computed
 // from count, datatype, op, root and communicator only) and `mem`, the memory kinds the
-// ranks agreed for the call (memory.h; for calls the engine does not support, this
+// ranks agreed for the call (team_memory.h; for calls the engine does not support, this
 // rank's own: they never take the engine). A rank whose own buffers differ from `mem` on
-// an engine call adapts them itself (pmpi/deviate.h); outside the engine each rank goes
+// an engine call adapts them itself (coll/deviate.h); outside the engine each rank goes
 // by its own buffers (`local_device`): its device buffers staged, host ones to the MPI.
 #pragma once
 

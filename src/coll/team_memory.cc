@@ -1,4 +1,4 @@
-#include "pmpi/memory.h"
+#include "coll/team_memory.h"
 
 #include <algorithm>
 #include <cstring>
@@ -15,6 +15,8 @@
 #include "cuda/device.h"
 
 namespace gcoll {
+
+bool device_memory_possible() { return cuda::usable(); }
 
 LocalMemory classify_local(const void *const *bufs, int n, int engine_device) {
   LocalMemory lm;
@@ -88,7 +90,7 @@ int bits_of(const LocalMemory &lm) {
 // host buffers, but it must still join the agreements when a peer has a GPU.) A setting
 // that differs gets one warning per process (from the communicator's rank 0) and the
 // outcome its table entry names, the same on every rank.
-void agree_once(CommState *cs) {
+void agree_once(Team *cs) {
   MpiBootstrap boot(cs->comm);
   const std::vector<long long> mine = uniform_vote(process_config().effective, cuda::usable());
   std::vector<long long> lo(mine.size()), hi(mine.size());
@@ -141,14 +143,14 @@ CallMemory from_bits(int bits, bool device_engine) {
 
 }  // namespace
 
-Status agree_memory_slow(CommState *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out) {
+Status agree_memory_slow(Team *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out) {
   if (cs->gpu < 0) agree_once(cs);
   int bits = bits_of(lm);
   bool agreed_now = false;
   if (cs->gpu == 0) {
     bits = kHost;  // nobody has a device buffer
   } else if (!cs->uniform_memory) {
-    CommState::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(bytes)];
+    Team::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(bytes)];
     const std::uint64_t n = k.calls++;
     if (n == k.next) {
       process_stats().count(Counter::HiddenMpi);

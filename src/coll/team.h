@@ -1,0 +1,65 @@
+// One team per communicator: everything gcoll keeps about a communicator below the MPI's
+// ABI, and the path of its calls (coll/team_call.h). src/pmpi keeps the ABI: the entry
+// points, the communicator's attribute that holds the team (pmpi/comm_state.h), the
+// exception guard and the error handler; it reaches classification, the memory-kind
+// agreement, the path decision, the engine, deviation, packing and staging through here.
+//
+// Agreed once, at the communicator's first call (team_memory.h: agree_settings): every
+// setting that must be equal on every rank (base/uniform_settings.h) and whether any rank
+// can hold device memory. Agreed per collective and size class (team_memory.h:
+// agree_memory): the memory kinds of the calls the engine could take.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "base/stats.h"
+#include "base/status.h"
+#include "coll/engine.h"
+#include "coll/local_memory.h"
+
+namespace gcoll {
+
+struct Team {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int size = 0;
+  int rank = 0;
+  bool inter = false;
+  std::uint64_t id = 0;               // process-local, for logs
+  std::atomic<std::uint64_t> seq{0};  // collectives run through gcoll on this communicator
+
+  // Agreed at the first call (-1: not yet).
+  int gpu = -1;                 // some rank can hold device memory
+  bool host_engine = false;     // GCOLL_HOST_BUFFERS=engine on every rank
+  bool uniform_memory = false;  // GCOLL_UNIFORM_MEMORY on every rank
+  bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank
+  bool engine_settings = true;  // the settings that shape the engine's schedules are equal
+  int timeout_s = 0;            // GCOLL_TIMEOUT as agreed (the smallest nonzero value)
+  int agree_interval = 1;       // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)
+  int device = -1;              // this rank's GPU for the device engine (set at its first device call)
+
+  // The memory kinds agreed for the engine-eligible calls, one entry per collective and
+  // size class (team_memory.h: agree_memory). Every field changes only at calls every rank
+  // makes with the same key, so they are equal on all ranks.
+  struct AgreedKind {
+    std::uint64_t calls = 0;     // calls with this key so far
+    std::uint64_t next = 0;      // the call (index) that agrees next
+    std::uint64_t interval = 0;  // calls between the last agreement and the next
+    int bits = -1;               // what the last agreement found (team_memory.cc), -1: none yet
+    std::uint64_t answer = 0;    // that answer as team_memory.h's CallMemory (its bytes)
+  };
+  static constexpr int kSizeClasses = 65;  // 0 bytes, then [2^(k-1), 2^k) for k = 1..64
+  AgreedKind agreed[kColls][kSizeClasses];
+  KindMemo memo;  // the last call's buffers and what they were (team_memory.h: classify_call)
+
+  EngineSlot engine;  // gcoll's engine for it; released with the team
+
+  // Runs the engine for a call it supports, on GPU `device` for device memory.
+  // NotSupported (the same on every rank, before any byte moved) sends the call to the
+  // MPI (host buffers) or to the staged path (device).
+  Status run_engine(const CollArgs &a, int device, EngineRecord *rec);
+};
+
+}  // namespace gcoll
