@@ -1,7 +1,7 @@
 // The settings that must be equal on every rank of a communicator (settings_table()'s
 // `differ` column), agreed at the communicator's first call, all at once: each rank's vote
 // is a vector of numbers (uniform_vote), the ranks learn the minimum and the maximum of
-// each (coll/bootstrap.h: min_max), and agreed_settings() reads the outcome from them, the
+// each (boot/bootstrap.h: min_max), and agreed_settings() reads the outcome from them, the
 // same on every rank. A setting whose values differ gets the outcome its `differ` text
 // names (never a hang, a crash or a wrong result) and one warning per process (see
 // difference_message). Pure: unit-tested without MPI.

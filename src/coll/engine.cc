@@ -8,6 +8,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "boot/bootstrap.h"
 #include "coll/algorithms.h"
 #include "mem/cuda_space.h"
 #include "mem/host_space.h"
@@ -91,10 +92,11 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, const Engine
   }
   std::unique_ptr<Engine> e;
   const Status st = without_exceptions("engine setup", [&] { return build(comm, s, &e); });
-  int good = ok(st) ? 1 : 0;
-  hidden_mpi_call();
-  if (PMPI_Allreduce(MPI_IN_PLACE, &good, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
-  if (!good) {
+  // Every rank's outcome: any failure sends the communicator to the MPI on every rank.
+  MpiBootstrap boot(comm);
+  long long failed = ok(st) ? 0 : 1;
+  if (!ok(boot.max(&failed, 1))) return Status::ErrComm;
+  if (failed) {
     // (ErrNoMem: said already, by what could not be had, once per node)
     if (!ok(st) && st != Status::ErrNoMem)
       GCOLL_WARN("engine setup failed (%s); this communicator uses the MPI's collectives", status_name(st));
@@ -161,9 +163,11 @@ Status Engine::create_device_space(int gpu) {
     });
     direct_ok = device_net_vote(&why) ? 1 : 0;
   }
-  int v[2] = {ok(st) ? 1 : 0, direct_ok};
-  hidden_mpi_call();
-  if (PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return Status::ErrComm;
+  // The minimum of each (as the maximum of the negated): set up everywhere, direct everywhere.
+  long long neg[2] = {ok(st) ? -1 : 0, -direct_ok};
+  MpiBootstrap boot(comm);
+  if (!ok(boot.max(neg, 2))) return Status::ErrComm;
+  const int v[2] = {static_cast<int>(-neg[0]), static_cast<int>(-neg[1])};
   if (!v[0]) {
     if (!ok(st) && st != Status::NotSupported)
       GCOLL_WARN("device engine setup failed (%s); device buffers on this communicator are staged", status_name(st));

@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/uniform_settings.h"
-#include "coll/bootstrap.h"
+#include "boot/bootstrap.h"
 #include "cuda/device.h"
 
 namespace gcoll {
@@ -153,12 +153,17 @@ Status agree_memory_slow(Team *cs, Coll coll, std::size_t bytes, const LocalMemo
     Team::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(bytes)];
     const std::uint64_t n = k.calls++;
     if (n == k.next) {
-      process_stats().count(Counter::HiddenMpi);
       process_stats().count(Counter::Agreements);
-      if (PMPI_Allreduce(MPI_IN_PLACE, &bits, 1, MPI_INT, MPI_BOR, cs->comm) != MPI_SUCCESS) {
+      // One flag per bit, the maximum of each: the bits' OR.
+      long long flag[4];
+      for (int b = 0; b < 4; ++b) flag[b] = (bits >> b) & 1;
+      MpiBootstrap boot(cs->comm);
+      if (!ok(boot.max(flag, 4))) {
         k.next = k.calls;  // agree again next time (every rank that got here alike)
         return Status::ErrComm;
       }
+      bits = 0;
+      for (int b = 0; b < 4; ++b) bits |= flag[b] ? 1 << b : 0;
       const std::uint64_t most = static_cast<std::uint64_t>(std::max(cs->agree_interval, 1));
       k.interval = bits == k.bits ? std::min(std::max<std::uint64_t>(k.interval, 1) * 2, most) : 1;
       k.bits = bits;

@@ -1,5 +1,7 @@
 #include "mem/host_space.h"
 
+#include "boot/bootstrap.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <ctime>
 #include <string>
 
@@ -145,6 +148,7 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
   if (PMPI_Comm_rank(node_comm, &lr) != MPI_SUCCESS || PMPI_Comm_size(node_comm, &n) != MPI_SUCCESS)
     return Status::ErrComm;
   const std::size_t bytes = n * sizeof(Control) + static_cast<std::size_t>(n) * 2 * opt.bank_bytes;
+  MpiBootstrap boot(node_comm, false);  // the agreement path (setup: not counted as hidden calls)
   // The CPUs the node's ranks may run on together: more ranks than that, and the waits
   // must give their CPU away (src/base/wait.h).
   {
@@ -154,9 +158,10 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
       const int on = wait_process_cpus();
       for (int c = 0; c < on && c < CPU_SETSIZE; ++c) CPU_SET(c, &cpus);
     }
-    if (PMPI_Allreduce(MPI_IN_PLACE, &cpus, static_cast<int>(sizeof cpus), MPI_BYTE, MPI_BOR, node_comm) !=
-        MPI_SUCCESS)
-      return Status::ErrComm;
+    // Their union (every rank's set, OR-ed here).
+    std::vector<cpu_set_t> all(static_cast<std::size_t>(n));
+    if (!ok(boot.allgather(&cpus, sizeof cpus, all.data()))) return Status::ErrComm;
+    for (const cpu_set_t &c : all) CPU_OR(&cpus, &cpus, &c);
     wait_note_node(n, CPU_COUNT(&cpus));
   }
 
@@ -198,7 +203,7 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
       close(fd);
     }
   }
-  if (PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, node_comm) != MPI_SUCCESS) {
+  if (!ok(boot.bcast(name, sizeof name, 0))) {
     if (lr == 0 && name[0]) shm_unlink(name);
     return Status::ErrComm;
   }
@@ -218,9 +223,11 @@ Status create_host_space(MPI_Comm node_comm, const HostSpaceOptions &opt, std::u
     c->failed_at.store(0, std::memory_order_relaxed);
   }
   // Everyone mapped (or failed): unlink now, so a killed job leaves nothing behind.
-  const int rc = PMPI_Allreduce(&mapped, &all_mapped, 1, MPI_INT, MPI_MIN, node_comm);
+  long long unmapped = mapped ? 0 : 1;
+  const Status rc = boot.max(&unmapped, 1);
+  all_mapped = unmapped == 0;
   if (lr == 0) shm_unlink(name);
-  if (rc != MPI_SUCCESS || !all_mapped) {
+  if (!ok(rc) || !all_mapped) {
     if (mapped) munmap(base, bytes);
     GCOLL_WARN("could not map the node's shared memory segment %s", name);
     return Status::ErrNoMem;

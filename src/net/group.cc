@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "boot/bootstrap.h"
 #include "base/log.h"
 #include "net/ucx_internal.h"
 
@@ -32,6 +33,7 @@ Status Group::create(MPI_Comm comm, std::unique_ptr<Group> *out) {
   // Every rank takes part in every collective below, whatever its local init says, so
   // that all agree on the outcome.
   const Status ist = init();
+  MpiBootstrap boot(comm, false);  // the agreement path (setup: not counted as hidden calls)
 
   // 1. Agree on a group id: MAX of the local counters, then check that it is free on
   //    every member (a concurrent create on another thread may have taken it); if not,
@@ -53,8 +55,10 @@ Status Group::create(MPI_Comm comm, std::unique_ptr<Group> *out) {
       in[0] += rng() % 8;
     }
     in[1] = (ist == Status::Ok) ? 0 : 1;
-    if (PMPI_Allreduce(in, res, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
-      return Status::ErrInternal;
+    long long v[2] = {static_cast<long long>(in[0] & 0x7fffffffffffffffULL), static_cast<long long>(in[1])};
+    if (!ok(boot.max(v, 2))) return Status::ErrInternal;
+    res[0] = static_cast<std::uint64_t>(v[0]);
+    res[1] = static_cast<std::uint64_t>(v[1]);
     if (res[1] != 0) {
       GCOLL_INFO("ucx: UCX is unavailable on at least one rank; no group");
       return Status::ErrTransport;
@@ -70,8 +74,8 @@ Status Group::create(MPI_Comm comm, std::unique_ptr<Group> *out) {
       }
       s.next_id = std::max(s.next_id, res[0] + 1);
     }
-    int any_conflict = 0;
-    if (PMPI_Allreduce(&conflict, &any_conflict, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
+    long long any_conflict = conflict;
+    if (!ok(boot.max(&any_conflict, 1))) {
       if (!conflict) {
         std::lock_guard<std::mutex> lk(s.mu);
         s.ids_in_use.reset(id);
@@ -101,27 +105,33 @@ Status Group::create(MPI_Comm comm, std::unique_ptr<Group> *out) {
   const std::int32_t wr32 = world_rank;
   std::memcpy(mine.data(), &wr32, sizeof wr32);
   std::memcpy(mine.data() + sizeof wr32, s.address, s.address_len);
+  // Every rank's entry padded to the longest (the agreement path: fixed-size pieces).
   std::vector<int> lens(size), displs(size);
   int mylen = static_cast<int>(mine.size());
-  if (PMPI_Allgather(&mylen, 1, MPI_INT, lens.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
+  if (!ok(boot.allgather(&mylen, sizeof mylen, lens.data()))) {
     release_id();
     return Status::ErrInternal;
   }
-  std::size_t total = 0;
+  std::size_t total = 0, longest = 0;
   for (int r = 0; r < size; ++r) {
     displs[r] = static_cast<int>(total);
     total += static_cast<std::size_t>(lens[r]);
+    longest = std::max(longest, static_cast<std::size_t>(lens[r]));
   }
-  if (total > static_cast<std::size_t>(INT32_MAX)) {
+  if (total > static_cast<std::size_t>(INT32_MAX) || longest * static_cast<std::size_t>(size) > INT32_MAX) {
     release_id();
     return Status::NotSupported;  // same on all ranks: lens are allgathered
   }
-  std::vector<char> all(std::max<std::size_t>(total, 1));
-  if (PMPI_Allgatherv(mine.data(), mylen, MPI_BYTE, all.data(), lens.data(), displs.data(),
-                      MPI_BYTE, comm) != MPI_SUCCESS) {
+  mine.resize(longest, 0);
+  std::vector<char> padded(std::max<std::size_t>(longest * static_cast<std::size_t>(size), 1));
+  if (!ok(boot.allgather(mine.data(), longest, padded.data()))) {
     release_id();
     return Status::ErrInternal;
   }
+  std::vector<char> all(std::max<std::size_t>(total, 1));
+  for (int r = 0; r < size; ++r)
+    std::memcpy(all.data() + displs[r], padded.data() + longest * static_cast<std::size_t>(r),
+                static_cast<std::size_t>(lens[r]));
 
   std::unique_ptr<Group> g(new (std::nothrow) Group);
   if (!g) {

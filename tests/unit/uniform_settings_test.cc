@@ -1,5 +1,5 @@
 // The settings that must be equal on every rank (base/uniform_settings.h), agreed through
-// the in-process bootstrap (coll/bootstrap.h) with threads as ranks: every rank gets the
+// the in-process bootstrap (boot/bootstrap.h) with threads as ranks: every rank gets the
 // same outcome, and a setting that differs gets the outcome its table entry names.
 #include <climits>
 #include <thread>
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "base/uniform_settings.h"
-#include "coll/bootstrap.h"
+#include "boot/bootstrap.h"
 
 namespace gcoll {
 namespace {

@@ -1,4 +1,4 @@
-#include "coll/bootstrap.h"
+#include "boot/bootstrap.h"
 
 #include <climits>
 #include <cstring>
@@ -25,24 +25,24 @@ Status min_max(Bootstrap &b, const long long *mine, int n, long long *lo, long l
 
 // ---- over PMPI ---------------------------------------------------------------------------
 
-namespace {
-void hidden() { process_stats().count(Counter::HiddenMpi); }
-}  // namespace
+void MpiBootstrap::count() const {
+  if (hidden_) process_stats().count(Counter::HiddenMpi);
+}
 
-MpiBootstrap::MpiBootstrap(MPI_Comm comm) : comm_(comm) {
+MpiBootstrap::MpiBootstrap(MPI_Comm comm, bool hidden) : comm_(comm), hidden_(hidden) {
   PMPI_Comm_rank(comm, &rank_);
   PMPI_Comm_size(comm, &size_);
 }
 
 Status MpiBootstrap::max(long long *v, int n) {
-  hidden();
+  count();
   return PMPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, comm_) == MPI_SUCCESS ? Status::Ok
                                                                                           : Status::ErrComm;
 }
 
 Status MpiBootstrap::allgather(const void *mine, std::size_t bytes, void *all) {
   if (bytes > INT_MAX) return Status::ErrCount;
-  hidden();
+  count();
   return PMPI_Allgather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, comm_) ==
                  MPI_SUCCESS
              ? Status::Ok
@@ -51,13 +51,13 @@ Status MpiBootstrap::allgather(const void *mine, std::size_t bytes, void *all) {
 
 Status MpiBootstrap::bcast(void *buf, std::size_t bytes, int root) {
   if (bytes > INT_MAX) return Status::ErrCount;
-  hidden();
+  count();
   return PMPI_Bcast(buf, static_cast<int>(bytes), MPI_BYTE, root, comm_) == MPI_SUCCESS ? Status::Ok
                                                                                          : Status::ErrComm;
 }
 
 Status MpiBootstrap::barrier() {
-  hidden();
+  count();
   return PMPI_Barrier(comm_) == MPI_SUCCESS ? Status::Ok : Status::ErrComm;
 }
 

@@ -1,8 +1,8 @@
 // The agreement path: what the ranks of a communicator agree on outside a collective's
-// data path (settings, memory kinds, setup outcomes) goes through a Bootstrap, as UCC's
-// out-of-band collectives: small, blocking, collective over the communicator. Over PMPI
-// on the application's communicator (each call counted as a hidden MPI call in the
-// stats), or between threads of one process for unit tests.
+// data path (settings, memory kinds, setup outcomes, the node's and the network's setup
+// exchanges) goes through a Bootstrap, as UCC's out-of-band collectives: small, blocking,
+// collective over the communicator. Over PMPI on a communicator, or between threads of one
+// process for unit tests. Used by topo, mem, net and coll (base and MPI only here).
 #pragma once
 
 #include <mpi.h>
@@ -33,10 +33,12 @@ class Bootstrap {
 // Minimum and maximum over the ranks of each of `n` values, in one exchange.
 Status min_max(Bootstrap &b, const long long *mine, int n, long long *lo, long long *hi);
 
-// Over PMPI on `comm` (not owned). ErrComm when the MPI fails the call.
+// Over PMPI on `comm` (not owned). ErrComm when the MPI fails the call. `hidden`: each
+// call counts as one of gcoll's hidden MPI calls in the stats (base/stats.h says which
+// agreements are counted: those inside intercepted calls after a communicator's setup).
 class MpiBootstrap final : public Bootstrap {
  public:
-  explicit MpiBootstrap(MPI_Comm comm);
+  explicit MpiBootstrap(MPI_Comm comm, bool hidden = true);
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status max(long long *v, int n) override;
@@ -45,7 +47,9 @@ class MpiBootstrap final : public Bootstrap {
   Status barrier() override;
 
  private:
+  void count() const;
   MPI_Comm comm_;
+  bool hidden_ = true;
   int rank_ = 0, size_ = 1;
 };
 
