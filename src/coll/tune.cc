@@ -149,11 +149,23 @@ std::string describe_algorithms(const std::string &user_tune) {
     std::string r = ranges_of(default_rules(), &a);
     const std::string ts = ranges_of(time_sliced_rules(), &a);
     if (!ts.empty()) r += (r.empty() ? "" : " ") + ts + " (GPUs shared without MPS)";
-    o << "  " << pad(coll_name(a.coll), 11) << pad(a.name, 14) << (r.empty() ? "- (only through GCOLL_TUNE)" : r)
+    o << "  " << pad(coll_name(a.coll), 21) << pad(a.name, 14) << (r.empty() ? "- (only through GCOLL_TUNE)" : r)
       << "\n      " << a.description << "\n";
   }
-  o << "default rules: " << kDefaultTune << "\n";
-  o << "device calls on GPUs shared without MPS, before the defaults: " << kTimeSlicedTune << "\n";
+  // The rules per collective, in the order they are tried (the first whose algorithm
+  // supports the call wins; then any algorithm of the collective that supports it).
+  o << "selection, per collective, in the order tried (GCOLL_TUNE's rules come first):\n";
+  for (int c = 0; c < kColls; ++c) {
+    const Coll coll = static_cast<Coll>(c);
+    std::string ts, def;
+    for (const auto &r : time_sliced_rules())
+      if (r.coll == coll) ts += " " + size_text(r.lo) + "-" + size_text(r.hi) + ":@" + r.algo->name;
+    for (const auto &r : default_rules())
+      if (r.coll == coll) def += " " + size_text(r.lo) + "-" + size_text(r.hi) + ":@" + r.algo->name;
+    o << "  " << coll_name(coll) << ":\n";
+    if (!ts.empty()) o << "    device buffers on GPUs shared without MPS (space not fusing):" << ts << "\n";
+    o << "    every call:" << def << "\n";
+  }
   if (!user_tune.empty()) {
     std::vector<TuneRule> user;
     std::string error;
