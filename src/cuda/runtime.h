@@ -1,6 +1,7 @@
 // The CUDA runtime as gcoll uses it: streams, events, allocations, copies, the
-// reduction kernel and the fused one-shot collectives (kernels/fused.h). Everything in gcoll that moves device memory (the staged path,
-// src/pmpi/staged.cc, and the CUDA memory space, src/coll/cuda_space.cc) goes through
+// reduction kernel and the fused one-shot collectives (kernels/fused.h). Everything in
+// gcoll that moves device memory (the staged path, src/coll/staged.cc; the device memory
+// space, src/mem/cuda_space.cc; the pipelined channel, src/net) goes through
 // this interface, never through cudart directly, so that the same code runs on:
 //   - the real GPU (runtime_cuda.cc: the static CUDA runtime and the kernels of
 //     src/kernels/cuda_reduce*.cu), and
