@@ -90,7 +90,7 @@ std::unique_ptr<gcoll::MemSpace> make_space(double spin_us, double timeout_s, bo
   gcoll::CudaSpaceOptions o;
   o.device = 0;
   o.bank_bytes = kBank;
-  o.fused = 1;  // on: also on a GPU shared without MPS
+  o.fused = gcoll::FusedMode::On;  // also on a GPU shared without MPS
   o.fused_spin_us = spin_us;
   o.timeout_s = timeout_s;
   std::unique_ptr<gcoll::MemSpace> s;
@@ -230,7 +230,9 @@ bool check(const Op &o) {
 
 // ---- the decision -------------------------------------------------------------------
 
-gcoll::FusedVote vote(int gpu, int mps, int mode, int sms = 132) {
+using gcoll::FusedMode;
+
+gcoll::FusedVote vote(int gpu, int mps, FusedMode mode, int sms = 132) {
   gcoll::FusedVote v;
   v.uuid[0] = static_cast<unsigned char>(gpu + 1);
   v.sm_count = sms;
@@ -241,26 +243,26 @@ gcoll::FusedVote vote(int gpu, int mps, int mode, int sms = 132) {
 
 TEST(FusedDecision, SharedGpusNeedMps) {
   using V = std::vector<gcoll::FusedVote>;
-  gcoll::FusedDecision d = gcoll::decide_fused(V(4, vote(0, 1, 0)));
+  gcoll::FusedDecision d = gcoll::decide_fused(V(4, vote(0, 1, FusedMode::Auto)));
   EXPECT_EQ(d.blocks, 33);  // 132 SMs, 4 ranks on the GPU
   EXPECT_FALSE(d.time_sliced);
-  d = gcoll::decide_fused(V(4, vote(0, 0, 0)));
+  d = gcoll::decide_fused(V(4, vote(0, 0, FusedMode::Auto)));
   EXPECT_EQ(d.blocks, 0);
   EXPECT_TRUE(d.time_sliced);
-  d = gcoll::decide_fused(V(4, vote(0, -1, 0)));  // cannot tell: as without MPS
+  d = gcoll::decide_fused(V(4, vote(0, -1, FusedMode::Auto)));  // cannot tell: as without MPS
   EXPECT_EQ(d.blocks, 0);
   EXPECT_TRUE(d.time_sliced);
-  V mixed(4, vote(0, 1, 0));
+  V mixed(4, vote(0, 1, FusedMode::Auto));
   mixed[2].mps = 0;  // one rank is not an MPS client
   EXPECT_EQ(gcoll::decide_fused(mixed).blocks, 0);
   // A GPU per rank: no MPS needed; blocks capped.
   V own;
-  for (int r = 0; r < 4; ++r) own.push_back(vote(r, 0, 0));
+  for (int r = 0; r < 4; ++r) own.push_back(vote(r, 0, FusedMode::Auto));
   d = gcoll::decide_fused(own);
   EXPECT_EQ(d.blocks, gcoll::kFusedMaxBlocks);
   EXPECT_FALSE(d.time_sliced);
   // Two GPUs, two ranks each, under MPS; one GPU with few SMs sets the blocks.
-  V two = {vote(0, 1, 0, 132), vote(0, 1, 0, 132), vote(1, 1, 0, 6), vote(1, 1, 0, 6)};
+  V two = {vote(0, 1, FusedMode::Auto, 132), vote(0, 1, FusedMode::Auto, 132), vote(1, 1, FusedMode::Auto, 6), vote(1, 1, FusedMode::Auto, 6)};
   EXPECT_EQ(gcoll::decide_fused(two).blocks, 3);
   two[3].sm_count = 0;
   EXPECT_EQ(gcoll::decide_fused(two).blocks, 1);
@@ -268,14 +270,14 @@ TEST(FusedDecision, SharedGpusNeedMps) {
 
 TEST(FusedDecision, Modes) {
   using V = std::vector<gcoll::FusedVote>;
-  EXPECT_EQ(gcoll::decide_fused(V(4, vote(0, 0, 1))).blocks, 33);  // on everywhere: even time-sliced
-  V some_on(4, vote(0, 0, 1));
-  some_on[1].mode = 0;
+  EXPECT_EQ(gcoll::decide_fused(V(4, vote(0, 0, FusedMode::On))).blocks, 33);  // on everywhere: even time-sliced
+  V some_on(4, vote(0, 0, FusedMode::On));
+  some_on[1].mode = FusedMode::Auto;
   EXPECT_EQ(gcoll::decide_fused(some_on).blocks, 0);
-  V one_off(4, vote(0, 1, 0));
-  one_off[3].mode = 2;
+  V one_off(4, vote(0, 1, FusedMode::Auto));
+  one_off[3].mode = FusedMode::Off;
   EXPECT_EQ(gcoll::decide_fused(one_off).blocks, 0);
-  EXPECT_EQ(gcoll::decide_fused(V(gcoll::kFusedMaxRanks + 1, vote(0, 1, 1))).blocks, 0);
+  EXPECT_EQ(gcoll::decide_fused(V(gcoll::kFusedMaxRanks + 1, vote(0, 1, FusedMode::On))).blocks, 0);
   EXPECT_EQ(gcoll::decide_fused(V()).blocks, 0);
 }
 

@@ -2,7 +2,7 @@
 // from GCOLL_COLLS: the Coll enum and the stats' names (base/stats.h), the C entry points
 // and their MPI-4 large-count forms (pmpi/entry_c.cc), every Fortran spelling
 // (pmpi/entry_fortran.cc), the functions behind them (pmpi/collectives.h) and the load
-// check's forwarding table (pmpi/mpi_flavor.h). What is particular to one collective lives
+// check's forwarding table (pmpi/mpi_flavor.h, pmpi/load_check.cc). What is particular to one collective lives
 // in its argument file (pmpi/calls/<name>.cc: the MPI arguments -> a call description) and
 // its algorithm files (src/coll; docs/contributing.md: adding a collective).
 //

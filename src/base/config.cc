@@ -170,7 +170,7 @@ const std::vector<SettingDef> kSettings = {
      "auto = sleep where ranks outnumber cores (this job's ranks on the node > the CPUs they may run on, "
      "OMPI_MCA_mpi_yield_when_idle=1, or more runnable threads than CPUs on the machine: other jobs), else "
      "yield, and sleep once a wait lasts 1 ms.",
-     [](Config &c, const Value &v) { c.wait_mode = v.choice; }},
+     [](Config &c, const Value &v) { c.wait_mode = static_cast<WaitMode>(v.choice); }},
     {"GCOLL_CUDA", SettingType::Enum, "auto", "auto|off|emulate",
      "auto: classify every buffer with the CUDA driver when one is loaded and a GPU exists (no driver: "
      "every buffer is host memory, silently). off: never touch CUDA; device buffers reach the MPI as they "
@@ -214,7 +214,7 @@ const std::vector<SettingDef> kSettings = {
      "time-sliced GPU would stall a waiting kernel). on: also where that cannot be told. off (default: correct on "
      "an H200 under MPS, and faster than off there, but slower than its targets; docs/gpu-validation.md): never. Agreed by the node's "
      "ranks (any off wins). Whatever it says, small calls on GPUs shared without MPS are staged.",
-     [](Config &c, const Value &v) { c.device_fused = v.choice; },
+     [](Config &c, const Value &v) { c.device_fused = static_cast<FusedMode>(v.choice); },
      "off where any rank of a node says off, else auto where any says auto"},
     {"GCOLL_DEVICE_NET", SettingType::Enum, "auto", "auto|direct|pipelined",
      "Device-memory calls across nodes: how the bytes between nodes leave and reach GPU memory. direct: UCX "
@@ -224,7 +224,7 @@ const std::vector<SettingDef> kSettings = {
      "in of the one before that in flight together. auto: direct where UCX supports CUDA memory on every rank, "
      "else pipelined. Agreed by all ranks of a communicator at its first device call (pipelined wins where "
      "direct cannot run everywhere); gcoll_info and GCOLL_DEBUG=INFO say which was chosen and why.",
-     [](Config &c, const Value &v) { c.device_net = v.choice; },
+     [](Config &c, const Value &v) { c.device_net = static_cast<DeviceNetMode>(v.choice); },
      "pipelined where any rank says pipelined or cannot go direct"},
     {"GCOLL_DEVICE_NET_CHUNK", SettingType::Size, "1M", "4096:1073741824",
      "Piece of the pipelined way across nodes (GCOLL_DEVICE_NET): each message between nodes travels in pieces "
@@ -342,7 +342,7 @@ ParsedConfig parse_config(const EnvList &env) {
 
 const char *foreign_env(const char *name) {
   static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "OMPI_MCA_mpi_yield_when_idle",
-                                       // the launchers' rank, before MPI_Init (pmpi/entry_c.cc, the load check)
+                                       // the launchers' rank, before MPI_Init (pmpi/load_check.cc)
                                        "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
   for (const char *k : kKnown)
     if (std::strcmp(k, name) == 0) return std::getenv(name);

@@ -10,6 +10,10 @@
 namespace gcoll {
 
 enum class LogLevel : int { Warn = 0, Info = 1, Trace = 2 };
+// The enum settings, in their table's order of choices (Value::choice).
+enum class FusedMode : int { Auto = 0, On = 1, Off = 2 };              // GCOLL_DEVICE_FUSED
+enum class DeviceNetMode : int { Auto = 0, Direct = 1, Pipelined = 2 };  // GCOLL_DEVICE_NET
+enum class WaitMode : int { Auto = 0, Spin = 1, Yield = 2, Sleep = 3 };  // GCOLL_WAIT (src/base/wait.h)
 
 // Typed view of the settings. Defaults here must equal the table's default strings
 // (a unit test checks it).
@@ -29,12 +33,12 @@ struct Config {
   bool uniform_memory = false;       // GCOLL_UNIFORM_MEMORY: skip the per-call memory-kind agreement
   std::uint64_t device_chunk_size = 8ull << 20;   // GCOLL_DEVICE_CHUNK_SIZE
   std::uint64_t ipc_cache_size = 16ull << 30;     // GCOLL_IPC_CACHE_SIZE
-  int device_fused = 2;              // GCOLL_DEVICE_FUSED: 0 auto, 1 on, 2 off (src/mem/cuda_space.h)
-  int device_net = 0;                // GCOLL_DEVICE_NET: 0 auto, 1 direct, 2 pipelined (src/coll/engine.cc)
+  FusedMode device_fused = FusedMode::Off;          // GCOLL_DEVICE_FUSED (src/mem/cuda_space.h)
+  DeviceNetMode device_net = DeviceNetMode::Auto;   // GCOLL_DEVICE_NET (src/coll/engine.cc)
   std::uint64_t device_net_chunk = 1 << 20;  // GCOLL_DEVICE_NET_CHUNK: piece of the pipelined way
   bool memory_cache = true;          // GCOLL_MEMORY_CACHE: reuse buffer classifications (src/cuda/device.h)
   int agree_interval = 1024;         // GCOLL_MEMORY_AGREE_INTERVAL: most calls between memory-kind agreements
-  int wait_mode = 0;                 // GCOLL_WAIT: 0 auto, 1 spin, 2 yield, 3 sleep (src/base/wait.h)
+  WaitMode wait_mode = WaitMode::Auto;              // GCOLL_WAIT (src/base/wait.h)
 };
 
 enum class SettingType { Bool, Int, Size, Enum, String };
@@ -83,7 +87,7 @@ inline const Config &config() { return process_config().config; }
 // wins over the one gcoll makes for its UCX context, src/net/context.cc) and
 // OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc), and the
 // launchers' rank variables OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK (who prints the load
-// check's line before MPI_Init, pmpi/entry_c.cc).
+// check's line before MPI_Init, pmpi/load_check.cc).
 // The value, or nullptr when unset or when `name` is not one of those: every read of the
 // environment goes through this file.
 const char *foreign_env(const char *name);

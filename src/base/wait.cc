@@ -98,7 +98,7 @@ void sleep_us(int us) {
 WaitMode wait_mode() {
   const int m = g_mode.load(std::memory_order_relaxed);
   if (m >= 0) return static_cast<WaitMode>(m);
-  return static_cast<WaitMode>(config().wait_mode);
+  return config().wait_mode;
 }
 
 void wait_set_mode(WaitMode m) { g_mode.store(static_cast<int>(m), std::memory_order_relaxed); }

@@ -30,9 +30,9 @@
 #include <chrono>
 #include <cstdint>
 
-namespace gcoll {
+#include "base/config.h"  // WaitMode
 
-enum class WaitMode : int { Auto = 0, Spin = 1, Yield = 2, Sleep = 3 };
+namespace gcoll {
 
 // The mode in effect: GCOLL_WAIT, or what wait_set_mode() set (tests).
 WaitMode wait_mode();

@@ -1,5 +1,6 @@
-// The algorithm functions (one file per collective, or per algorithm); the table is in
-// registry.cc.
+// The algorithm functions, one file each (allreduce_twoshot.cc, bcast_binomial.cc,
+// rsb_node.cc, ...; allgather.cc: ring and Bruck, one pipeline); the table that selects
+// them is registry.cc.
 #pragma once
 
 #include "coll/engine.h"
@@ -8,32 +9,38 @@
 
 namespace gcoll {
 
+// Byte offsets into buffers.
+inline char *at(void *p, std::size_t off) { return static_cast<char *>(p) + off; }
+inline const char *at(const void *p, std::size_t off) { return static_cast<const char *>(p) + off; }
+// Elements of one pipeline chunk (CallContext::chunk_bytes), at least one.
+inline std::size_t chunk_elems(const CallContext &cx, std::size_t elem) { return cx.chunk_bytes / elem ? cx.chunk_bytes / elem : 1; }
+
 // The rail for the next chunk of a call (each chunk gets its own tag sequence number;
 // every rank runs the same chunks, so the numbers agree).
-inline Rail next_rail(Engine &e) { return Rail{e.channel, e.space, e.seq++, e.timeout_s, &e.call_steps}; }
+inline Rail next_rail(CallContext &cx) { return Rail{cx.channel, cx.space, cx.seq++, cx.timeout_s, &cx.call_steps}; }
 
-Status allreduce_oneshot(Engine &e, const CollArgs &a);
+Status allreduce_oneshot(CallContext &cx, const CollArgs &a);
 // The hierarchical allreduce (intra-node reduce-scatter, the schedule along each rail,
 // intra-node allgather), and its row in the table for a given schedule builder.
-Status allreduce_hier(Engine &e, const CollArgs &a, ScheduleBuilder schedule);
+Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedule);
 template <ScheduleBuilder kSchedule>
-Status allreduce_hier(Engine &e, const CollArgs &a) {
-  return allreduce_hier(e, a, kSchedule);
+Status allreduce_hier(CallContext &cx, const CollArgs &a) {
+  return allreduce_hier(cx, a, kSchedule);
 }
-Status allreduce_twoshot(Engine &e, const CollArgs &a);
-Status bcast_binomial(Engine &e, const CollArgs &a);
-Status bcast_scatter_ag(Engine &e, const CollArgs &a);
-Status allgather_ring(Engine &e, const CollArgs &a);
-Status allgather_bruck(Engine &e, const CollArgs &a);
+Status allreduce_twoshot(CallContext &cx, const CollArgs &a);
+Status bcast_binomial(CallContext &cx, const CollArgs &a);
+Status bcast_scatter_ag(CallContext &cx, const CollArgs &a);
+Status allgather_ring(CallContext &cx, const CollArgs &a);
+Status allgather_bruck(CallContext &cx, const CollArgs &a);
 // Device buffers on one node where the space fuses (MemSpace::fused): one fused op per
 // chunk of at most the space's capacity, one kernel and one wait each.
-Status allreduce_fused(Engine &e, const CollArgs &a);
+Status allreduce_fused(CallContext &cx, const CollArgs &a);
 // reduce_scatter_block: one node through the banks (rsb_node.cc), device buffers on one
 // node zero-copy (rsb_twoshot.cc), several nodes through the allreduce (rsb_allreduce.cc).
-Status reduce_scatter_block_node(Engine &e, const CollArgs &a);
-Status reduce_scatter_block_twoshot(Engine &e, const CollArgs &a);
-Status reduce_scatter_block_allreduce(Engine &e, const CollArgs &a);
-Status bcast_fused(Engine &e, const CollArgs &a);
-Status allgather_fused(Engine &e, const CollArgs &a);
+Status reduce_scatter_block_node(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_block_twoshot(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_block_allreduce(CallContext &cx, const CollArgs &a);
+Status bcast_fused(CallContext &cx, const CollArgs &a);
+Status allgather_fused(CallContext &cx, const CollArgs &a);
 
 }  // namespace gcoll

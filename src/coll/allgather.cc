@@ -5,9 +5,6 @@
 //   2. rail j carries the blocks of local ranks i = j (mod L_min) of every node: its rail
 //      ranks allgather those pieces between nodes (ring, or Bruck for small blocks);
 //   3. each rail rank publishes what it received; everyone copies the remote chunks.
-// fused (device buffers on one node, where the space fuses): per chunk of the block, one
-// kernel per rank copies its chunk into its bank, raises its flag, waits for the others'
-// and copies every rank's chunk to its place in the result.
 #include <algorithm>
 
 #include "coll/algorithms.h"
@@ -16,9 +13,6 @@
 namespace gcoll {
 
 namespace {
-
-char *at(void *p, std::size_t off) { return static_cast<char *>(p) + off; }
-const char *at(const void *p, std::size_t off) { return static_cast<const char *>(p) + off; }
 
 // Local ranks of node x carried by rail j.
 int pieces(const Topology &t, int x, int j) {
@@ -38,28 +32,28 @@ int max_rail_pieces(const Topology &t) {
 }
 
 template <bool kBruck>
-Status run(Engine &e, const CollArgs &a) {
-  const Topology &t = e.topo;
+Status run(CallContext &cx, const CollArgs &a) {
+  const Topology &t = cx.topo;
   const int L = t.min_local, N = t.num_nodes;
   const std::size_t B = a.bytes();
-  const std::size_t cap = e.space->capacity();
+  const std::size_t cap = cx.space->capacity();
   // Chunk of the block: step 3 publishes every piece of a rail, so it must fit in a bank.
   const std::size_t step =
-      std::max<std::size_t>(1, std::min(e.chunk_bytes, N > 1 ? cap / max_rail_pieces(t) : cap));
+      std::max<std::size_t>(1, std::min(cx.chunk_bytes, N > 1 ? cap / max_rail_pieces(t) : cap));
   const void *mine = a.sendbuf ? a.sendbuf : at(a.recvbuf, t.rank * B);
-  char *net = e.work, *tmp = e.work + cap;
+  char *net = cx.work, *tmp = cx.work + cap;
   std::vector<std::size_t> sizes(N), off(N + 1);
   for (std::size_t o = 0; o < B; o += step) {
     const std::size_t c = std::min(step, B - o);
-    Rail rail = next_rail(e);
+    Rail rail = next_rail(cx);
     // 1. Inside the node.
-    Status st = e.space->publish(0, at(mine, o), c);
-    if (ok(st)) st = e.space->sync();
+    Status st = cx.space->publish(0, at(mine, o), c);
+    if (ok(st)) st = cx.space->sync();
     if (!ok(st)) return st;
     for (int i = 0; i < t.local_size; ++i) {
       const int r = t.members[t.node][i];
       if (r == t.rank && !a.sendbuf) continue;  // in place: already there
-      st = e.space->copy(at(a.recvbuf, r * B + o), i == t.local_rank ? at(mine, o) : e.space->peer(i), c);
+      st = cx.space->copy(at(a.recvbuf, r * B + o), i == t.local_rank ? at(mine, o) : cx.space->peer(i), c);
       if (!ok(st)) return st;
     }
     if (N == 1) continue;
@@ -73,31 +67,31 @@ Status run(Engine &e, const CollArgs &a) {
         off[x + 1] = off[x] + sizes[x];
       }
       for (int i = j, k = 0; ok(st) && i < t.local_size; i += L, ++k)
-        st = e.space->copy(net + off[t.node] + k * c, at(a.recvbuf, t.members[t.node][i] * B + o), c);
+        st = cx.space->copy(net + off[t.node] + k * c, at(a.recvbuf, t.members[t.node][i] * B + o), c);
       if (!ok(st)) return st;
       st = kBruck ? rail_allgatherv_bruck(rail, sizes, net, tmp) : rail_allgatherv_ring(rail, sizes, net);
       if (!ok(st)) return st;
       // 3. Publish all pieces for the node; place the remote ones in my result.
-      st = e.space->publish(0, net, off[N]);
+      st = cx.space->publish(0, net, off[N]);
       if (!ok(st)) return st;
       for (int x = 0; x < N; ++x) {
         if (x == t.node) continue;
         for (int i = j, k = 0; ok(st) && i < t.node_size(x); i += L, ++k)
-          st = e.space->copy(at(a.recvbuf, t.members[x][i] * B + o), net + off[x] + k * c, c);
+          st = cx.space->copy(at(a.recvbuf, t.members[x][i] * B + o), net + off[x] + k * c, c);
       }
       if (!ok(st)) return st;
     }
-    st = e.space->sync();
+    st = cx.space->sync();
     if (!ok(st)) return st;
     // Everyone: the remote chunks carried by the other rails of the node.
     for (int j = 0; j < L; ++j) {
       if (j == t.local_rank) continue;
-      const char *bank = static_cast<const char *>(e.space->peer(j));
+      const char *bank = static_cast<const char *>(cx.space->peer(j));
       std::size_t po = 0;
       for (int x = 0; x < N; ++x) {
         for (int i = j; i < t.node_size(x); i += L, po += c) {
           if (x == t.node) continue;
-          st = e.space->copy(at(a.recvbuf, t.members[x][i] * B + o), bank + po, c);
+          st = cx.space->copy(at(a.recvbuf, t.members[x][i] * B + o), bank + po, c);
           if (!ok(st)) return st;
         }
       }
@@ -106,29 +100,9 @@ Status run(Engine &e, const CollArgs &a) {
   return Status::Ok;
 }
 
-Status run_fused(Engine &e, const CollArgs &a) {
-  const Topology &t = e.topo;
-  const std::size_t B = a.bytes(), step = std::max<std::size_t>(1, e.space->capacity());
-  const void *mine = a.sendbuf ? a.sendbuf : at(a.recvbuf, t.rank * B);
-  FusedCall f;
-  f.kind = FusedKind::Allgather;
-  for (std::size_t o = 0; o < B; o += step) {
-    f.in = at(mine, o);
-    f.bytes = std::min(step, B - o);
-    for (int i = 0; i < t.local_size; ++i) {
-      const int r = t.members[t.node][i];
-      f.dst[i] = r == t.rank && !a.sendbuf ? nullptr : at(a.recvbuf, r * B + o);  // in place: already there
-    }
-    const Status st = e.space->fused(f);
-    if (!ok(st)) return st;
-  }
-  return Status::Ok;
-}
-
 }  // namespace
 
-Status allgather_fused(Engine &e, const CollArgs &a) { return run_fused(e, a); }
-Status allgather_ring(Engine &e, const CollArgs &a) { return run<false>(e, a); }
-Status allgather_bruck(Engine &e, const CollArgs &a) { return run<true>(e, a); }
+Status allgather_ring(CallContext &cx, const CollArgs &a) { return run<false>(cx, a); }
+Status allgather_bruck(CallContext &cx, const CollArgs &a) { return run<true>(cx, a); }
 
 }  // namespace gcoll

@@ -115,7 +115,7 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, const Engine
 
 bool device_net_vote(const char **why) {
   const Config &c = config();
-  if (c.device_net == 2) {
+  if (c.device_net == DeviceNetMode::Pipelined) {
     *why = "GCOLL_DEVICE_NET=pipelined";
     return false;
   }
@@ -123,9 +123,9 @@ bool device_net_vote(const char **why) {
     // The emulated GPU's "GPUDirect": the network reads and writes the emulated device
     // memory through the emulation's own view of it. Only when asked for: under auto the
     // emulated GPU goes the way a UCX without CUDA support goes.
-    *why = c.device_net == 1 ? "GCOLL_DEVICE_NET=direct on the emulated GPU"
+    *why = c.device_net == DeviceNetMode::Direct ? "GCOLL_DEVICE_NET=direct on the emulated GPU"
                              : "the emulated GPU (GCOLL_DEVICE_NET=direct emulates the direct way)";
-    return c.device_net == 1;
+    return c.device_net == DeviceNetMode::Direct;
   }
   const bool cuda = ucx::supports_cuda_memory();
   *why = cuda ? "UCX reports CUDA memory support" : "UCX does not report CUDA memory support";
@@ -144,7 +144,7 @@ Status Engine::create_device_space(int gpu) {
   o.ipc_cache_bytes = c.ipc_cache_size;
   // Across nodes the bank algorithms run (the fused ops are one node's), and they need
   // the banks and the work area that a space which fuses does not have.
-  o.fused = topo.num_nodes > 1 ? 2 : c.device_fused;
+  o.fused = topo.num_nodes > 1 ? FusedMode::Off : c.device_fused;
   Status st = without_exceptions("device engine setup", [&] { return create_cuda_space(topo.node_comm, o, &device_space); });
   // Across nodes, on ranks with a rail: the pipelined channel (always possible, the
   // fallback) now; whether this rank could go direct (UCX on CUDA memory).
@@ -176,7 +176,7 @@ Status Engine::create_device_space(int gpu) {
   }
   if (topo.num_nodes > 1) {
     device_net = v[1] ? DeviceNet::Direct : DeviceNet::Pipelined;
-    if (c.device_net == 1 && !v[1] && topo.rank == 0)
+    if (c.device_net == DeviceNetMode::Direct && !v[1] && topo.rank == 0)
       GCOLL_WARN("GCOLL_DEVICE_NET=direct: UCX does not support CUDA memory on every rank; device calls across "
                  "nodes go pipelined through pinned host memory");
     if (rail) {
@@ -240,7 +240,8 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   const std::uint64_t intra0 = space->bytes_published, inter0 = rail ? rail->bytes_sent() : 0;
   call_steps = 0;
   space->begin_call();
-  st = algo->run(*this, call);
+  CallContext ctx{topo, space, channel, work, chunk_bytes, timeout_s, seq, call_steps};
+  st = algo->run(ctx, call);
   if (ok(st)) st = space->finish();
   // A rank whose receives completed may still owe its senders the acknowledgement of a
   // rendezvous, which only its own progress sends. Leave only when every rail peer is

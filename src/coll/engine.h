@@ -30,6 +30,20 @@ enum class MemKind { Host, Device };
 
 struct CollArgs;
 
+// What an algorithm sees of one call: the communicator's topology, the call's memory
+// space, its rail channel (several nodes), the pipeline chunk and the private scratch;
+// nothing else of the engine (which Engine::run builds it from).
+struct CallContext {
+  const Topology &topo;
+  MemSpace *space;            // the node's memory space of the call's buffers
+  net::Channel *channel;      // my rail for this memory kind; nullptr on one node or without a rail
+  char *work;                 // private scratch (4 x space->capacity())
+  std::size_t chunk_bytes;    // pipeline chunk (<= space->capacity())
+  double timeout_s;
+  std::uint32_t &seq;         // chunks run on the communicator (rail tags; next_rail())
+  int &call_steps;            // network rounds of this call (stats)
+};
+
 // Everything an algorithm needs about one communicator, built once (collectively) at
 // the first engine call on it (EngineSlot::get, engine.cc).
 struct Engine {
@@ -110,7 +124,7 @@ struct Algorithm {
   const char *description;
   // Depends only on rank-uniform data: the arguments MPI requires to agree and the topology.
   bool (*supports)(const CollArgs &a, const Topology &t);
-  Status (*run)(Engine &e, const CollArgs &a);
+  Status (*run)(CallContext &c, const CollArgs &a);
   // The inter-node schedule it runs (allreduce; nullptr: none or not a step list).
   ScheduleBuilder schedule = nullptr;
 };

@@ -14,10 +14,10 @@
 
 namespace gcoll {
 
-Status reduce_scatter_block_allreduce(Engine &e, const CollArgs &a) {
-  const Topology &t = e.topo;
+Status reduce_scatter_block_allreduce(CallContext &cx, const CollArgs &a) {
+  const Topology &t = cx.topo;
   const std::size_t elem = a.elem, block = a.count, total = block * static_cast<std::size_t>(t.size);
-  const std::size_t step = std::max<std::size_t>(1, e.space->capacity() / elem);
+  const std::size_t step = std::max<std::size_t>(1, cx.space->capacity() / elem);
   const char *in = static_cast<const char *>(a.sendbuf ? a.sendbuf : a.recvbuf);
   char *out = static_cast<char *>(a.recvbuf);
   const std::size_t mine0 = block * static_cast<std::size_t>(t.rank), mine1 = mine0 + block;
@@ -29,7 +29,7 @@ Status reduce_scatter_block_allreduce(Engine &e, const CollArgs &a) {
     const std::size_t cn = std::min(step, total - c0);
     c.sendbuf = in + c0 * elem;
     c.count = cn;
-    const Status st = allreduce_hier(e, c, schedule_ring);
+    const Status st = allreduce_hier(cx, c, schedule_ring);
     if (!ok(st)) return st;
     const std::size_t lo = std::max(c0, mine0), hi = std::min(c0 + cn, mine1);
     if (lo < hi) std::copy(chunk.data() + (lo - c0) * elem, chunk.data() + (hi - c0) * elem, out + (lo - mine0) * elem);

@@ -8,21 +8,21 @@
 
 namespace gcoll {
 
-Status reduce_scatter_block_twoshot(Engine &e, const CollArgs &a) {
-  const Topology &t = e.topo;
+Status reduce_scatter_block_twoshot(CallContext &cx, const CollArgs &a) {
+  const Topology &t = cx.topo;
   const int L = t.local_size;
   const std::size_t elem = a.elem, block = a.count, total = block * static_cast<std::size_t>(t.size);
-  Status st = e.space->expose(0, a.sendbuf, total * elem);
-  const Status s1 = e.space->sync();  // every rank syncs, also when its exposure failed
+  Status st = cx.space->expose(0, a.sendbuf, total * elem);
+  const Status s1 = cx.space->sync();  // every rank syncs, also when its exposure failed
   if (!ok(st)) return st;
   if (!ok(s1)) return s1;
   std::vector<const void *> srcs(static_cast<std::size_t>(L));
   for (int q = 0; ok(st) && q < L; ++q) {
     void *in = nullptr;
-    st = e.space->exposed(q, 0, &in);
+    st = cx.space->exposed(q, 0, &in);
     srcs[static_cast<std::size_t>(q)] = static_cast<const char *>(in) + block * static_cast<std::size_t>(t.rank) * elem;
   }
-  if (ok(st) && block) st = e.space->reduce(a.dtype, a.op, a.recvbuf, srcs.data(), L, block);
+  if (ok(st) && block) st = cx.space->reduce(a.dtype, a.op, a.recvbuf, srcs.data(), L, block);
   return st;
 }
 

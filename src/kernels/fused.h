@@ -1,5 +1,5 @@
 // The fused one-shot collectives on device memory: what one kernel per rank and op needs,
-// shared by the CUDA kernels (cuda_fused*.cu) and the emulated GPU (cuda/emulate.cc).
+// shared by the CUDA kernels (cuda_fused*.cu) and the emulated GPU (cuda/emulate_fused.cc).
 // Plain C++ (no CUDA headers); nvcc compiles fused_range() for the device too.
 //
 // The protocol (docs/engine.md, "Device buffers"). Every rank of a node owns, in one

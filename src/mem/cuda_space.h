@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/config.h"  // FusedMode
 #include "mem/memspace.h"
 
 namespace gcoll {
@@ -28,7 +29,7 @@ struct CudaSpaceOptions {
   std::size_t bank_bytes = 8 << 20;          // per rank and bank
   double timeout_s = 0;                      // as HostSpaceOptions
   std::size_t ipc_cache_bytes = 16ull << 30; // bound on peers' mapped buffers
-  int fused = 0;                             // GCOLL_DEVICE_FUSED: 0 auto, 1 on, 2 off
+  FusedMode fused = FusedMode::Auto;         // GCOLL_DEVICE_FUSED
   double fused_spin_us = 2000;               // how long one launch of a fused kernel waits
                                              // for its peers before the host relaunches it
 };
@@ -38,7 +39,7 @@ struct FusedVote {
   unsigned char uuid[16] = {};  // its GPU
   int sm_count = 0;
   int mps = -1;                 // cuda::DeviceInfo::mps
-  int mode = 0;                 // its GCOLL_DEVICE_FUSED (0 auto, 1 on, 2 off)
+  FusedMode mode = FusedMode::Auto;  // its GCOLL_DEVICE_FUSED
 };
 
 // The node's decision, the same on every rank (they all see the same votes).

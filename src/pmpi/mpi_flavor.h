@@ -31,7 +31,7 @@
 //   - The loaded MPI: a symbol only that MPI's C library defines (kMpis), and whether the
 //     library's PMPI_Abi_get_version reports the standard ABI, both looked up in the
 //     library the process's PMPI_Init comes from, tell which MPI a process runs under
-//     (the load check, pmpi/entry_c.cc).
+//     (the load check, pmpi/load_check.cc).
 #pragma once
 
 #include <mpi.h>
@@ -63,7 +63,7 @@ namespace gcoll {
 namespace flavor {
 
 // An MPI gcoll knows: its name and a symbol only its C library defines (looked up in
-// that library, pmpi/entry_c.cc).
+// that library, pmpi/load_check.cc).
 struct MpiId {
   const char *name;
   const char *marker;
@@ -99,7 +99,7 @@ inline constexpr const char kBuiltVersion[] = MPICH_VERSION;
 
 inline const char *built_for() { return kBuiltAbi ? "the MPI standard ABI" : kMpis[kBuiltFor].name; }
 
-// The load check (pmpi/entry_c.cc, at library load): when the process runs under another
+// The load check (pmpi/load_check.cc, at library load): when the process runs under another
 // MPI than the one gcoll was built for (a library built for Open MPI preloaded under an
 // MPICH program, or the reverse; one built for the standard ABI under a program built for
 // an MPI's native ABI, or the reverse; gcoll's own dependencies then bring a second MPI

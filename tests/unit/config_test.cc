@@ -70,6 +70,12 @@ TEST(ConfigTable, DefaultsParseAndMatchStruct) {
   EXPECT_EQ(pc.config.ipc_cache_size, def.ipc_cache_size);
   EXPECT_EQ(pc.config.memory_cache, def.memory_cache);
   EXPECT_EQ(pc.config.agree_interval, def.agree_interval);
+  EXPECT_EQ(pc.config.cuda_emulate, def.cuda_emulate);
+  EXPECT_EQ(pc.config.emu_delay_us, def.emu_delay_us);
+  EXPECT_EQ(pc.config.device_fused, def.device_fused);
+  EXPECT_EQ(pc.config.device_net, def.device_net);
+  EXPECT_EQ(pc.config.device_net_chunk, def.device_net_chunk);
+  EXPECT_EQ(pc.config.wait_mode, def.wait_mode);
   ASSERT_EQ(pc.effective.size(), settings_table().size());
   for (const auto &d : settings_table()) {
     EXPECT_EQ(std::string(d.name).rfind("GCOLL_", 0), 0u) << d.name;
@@ -107,8 +113,14 @@ TEST(ConfigTable, DeviceSettings) {
                                         {"GCOLL_DEVICE_BUFFERS", "staged"},
                                         {"GCOLL_UNIFORM_MEMORY", "yes"},
                                         {"GCOLL_DEVICE_CHUNK_SIZE", "8M"},
-                                        {"GCOLL_IPC_CACHE_SIZE", "1G"}});
+                                        {"GCOLL_IPC_CACHE_SIZE", "1G"},
+                                        {"GCOLL_DEVICE_FUSED", "on"},
+                                        {"GCOLL_DEVICE_NET", "Pipelined"}});
   EXPECT_TRUE(pc.messages.empty());
+  EXPECT_EQ(pc.config.device_fused, FusedMode::On);
+  EXPECT_EQ(pc.config.device_net, DeviceNetMode::Pipelined);
+  EXPECT_EQ(parse_config({{"GCOLL_DEVICE_FUSED", "auto"}}).config.device_fused, FusedMode::Auto);
+  EXPECT_EQ(parse_config({{"GCOLL_DEVICE_NET", "direct"}}).config.device_net, DeviceNetMode::Direct);
   EXPECT_FALSE(pc.config.cuda);
   EXPECT_FALSE(pc.config.device_engine);
   EXPECT_TRUE(pc.config.uniform_memory);

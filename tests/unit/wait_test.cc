@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 
 struct ModeGuard {
   explicit ModeGuard(WaitMode m) { wait_set_mode(m); }
-  ~ModeGuard() { wait_set_mode(static_cast<WaitMode>(config().wait_mode)); }
+  ~ModeGuard() { wait_set_mode(config().wait_mode); }
 };
 
 TEST(Wait, SettingIsInTheTable) {
@@ -31,7 +31,7 @@ TEST(Wait, SettingIsInTheTable) {
   EXPECT_TRUE(found);
   for (const char *v : {"spin", "yield", "sleep", "auto"}) {
     const ParsedConfig p = parse_config({{"GCOLL_WAIT", v}});
-    EXPECT_STREQ(wait_mode_name(static_cast<WaitMode>(p.config.wait_mode)), v);
+    EXPECT_STREQ(wait_mode_name(p.config.wait_mode), v);
     EXPECT_TRUE(p.messages.empty());
   }
   EXPECT_FALSE(parse_config({{"GCOLL_WAIT", "busy"}}).messages.empty());

@@ -1,0 +1,90 @@
+// Allreduce, hierarchical (rd, ring, rabenseifner, ...: one registry row per schedule
+// builder): intra-node reduce-scatter (local rank j reduces slice j), allreduce of the
+// slice among its rail (the schedule), intra-node allgather. Every byte crosses the
+// network once per direction per rail: for large messages.
+#include <algorithm>
+
+#include "coll/algorithms.h"
+#include "coll/rail.h"
+
+namespace gcoll {
+
+namespace {
+
+// Chunk k of the message and my slice of it (elements).
+struct ChunkSlice {
+  std::size_t c0 = 0, cn = 0, so = 0, sn = 0;
+};
+
+}  // namespace
+
+// Pipelined over chunks: while chunk k is on the network (rail allreduce of its slice),
+// the node works on chunk k+1 (publish, sync, reduce) and then on chunk k-1's results;
+// the rail's progress runs inside the syncs' waits. Two slices are in flight at most.
+Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedule) {
+  const Topology &t = cx.topo;
+  const std::size_t elem = a.elem, step = chunk_elems(cx, elem), cap = cx.space->capacity();
+  const void *in = a.sendbuf ? a.sendbuf : a.recvbuf;
+  const int L = t.min_local;
+  const bool net = t.has_rail() && t.num_nodes > 1;
+  const std::size_t nchunks = (a.count + step - 1) / step;
+  char *slice[2] = {cx.work, cx.work + cap};
+  char *tmp[2] = {cx.work + 2 * cap, cx.work + 3 * cap};
+  RailAllreduce rail[2];
+  std::vector<const void *> srcs(t.local_size);
+  const auto at_chunk = [&](std::size_t k) {
+    ChunkSlice p;
+    p.c0 = k * step;
+    p.cn = std::min(step, a.count - p.c0);
+    if (t.has_rail()) part_range(p.cn, L, t.local_rank, &p.so, &p.sn);
+    return p;
+  };
+  // Node phase 1 of chunk k: my chunk to the node; rail ranks reduce their slice from
+  // all node peers and put it on the network.
+  const auto node_in = [&](std::size_t k) {
+    const ChunkSlice p = at_chunk(k);
+    Status st = cx.space->publish(0, at(in, p.c0 * elem), p.cn * elem);
+    if (ok(st)) st = cx.space->sync();
+    if (!ok(st) || !t.has_rail()) return st;
+    for (int q = 0; q < t.local_size; ++q) srcs[q] = at(cx.space->peer(q), p.so * elem);
+    st = cx.space->reduce(a.dtype, a.op, slice[k % 2], srcs.data(), t.local_size, p.sn);
+    if (ok(st) && net)
+      st = rail[k % 2].start(next_rail(cx), schedule, a.dtype, a.op, slice[k % 2], p.sn, elem, tmp[k % 2]);
+    return st;
+  };
+  // Node phase 2 of chunk k: rail ranks publish the finished slice; everyone collects
+  // the slices of all rails.
+  const auto node_out = [&](std::size_t k) {
+    const ChunkSlice p = at_chunk(k);
+    Status st = t.has_rail() ? cx.space->publish(p.so * elem, slice[k % 2], p.sn * elem) : Status::Ok;
+    if (ok(st)) st = cx.space->sync();
+    for (int j = 0; ok(st) && j < L; ++j) {
+      std::size_t so, sn;
+      part_range(p.cn, L, j, &so, &sn);
+      st = cx.space->copy(at(a.recvbuf, (p.c0 + so) * elem), at(cx.space->peer(j), so * elem), sn * elem);
+    }
+    return st;
+  };
+  // While a sync waits, move the chunk that is on the network along.
+  const auto overlap = [&](std::size_t k) {
+    if (!net || k >= nchunks) return std::function<Status()>();
+    return std::function<Status()>([&rail, k] {
+      bool done = false;
+      return rail[k % 2].advance(&done);
+    });
+  };
+  Status st = nchunks ? node_in(0) : Status::Ok;
+  for (std::size_t k = 0; ok(st) && k < nchunks; ++k) {
+    cx.space->while_waiting = overlap(k);
+    if (k + 1 < nchunks) st = node_in(k + 1);
+    if (ok(st) && net) st = rail[k % 2].finish();
+    cx.space->while_waiting = overlap(k + 1);
+    if (ok(st)) st = node_out(k);
+  }
+  cx.space->while_waiting = nullptr;
+  if (!ok(st))
+    for (auto &r : rail) r.abandon();
+  return st;
+}
+
+}  // namespace gcoll

@@ -1,0 +1,276 @@
+// The emulated GPU's runtime (emulate.h): one device, streams and events, copies and
+// reductions on the shadow views, the fused kernel.
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+
+#include "base/log.h"
+#include "cuda/emulate.h"
+#include "cuda/emulate_fused.h"
+#include "cuda/emulate_streams.h"
+#include "kernels/host_reduce.h"
+#include "kernels/types.h"
+
+namespace gcoll {
+namespace cuda {
+namespace {
+
+using namespace emu_impl;
+
+constexpr int kMaxSources = 16;
+
+EmuEvent *as_event(Event e) { return static_cast<EmuEvent *>(e); }
+
+class EmuRuntime final : public Runtime {
+ public:
+  const char *name() const override { return "emulated GPU"; }
+
+  int current_device() override { return 0; }
+  Status set_device(int dev) override {
+    if (dev == 0) return Status::Ok;
+    set_error("emulated GPU: no device %d (there is one, 0)", dev);
+    return Status::ErrArg;
+  }
+
+  Status stream_create(Stream *s) override {
+    EmuStream *es = state().create_stream();
+    *s = es;
+    return es ? Status::Ok : Status::ErrNoMem;
+  }
+  void stream_destroy(Stream s) override {
+    if (s) state().destroy_stream(static_cast<EmuStream *>(s));
+  }
+  Status stream_synchronize(Stream s) override {
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    es->synchronize();
+    return failure_check(es);
+  }
+
+  Status event_create(Event *e) override {
+    try {
+      *e = new EmuEvent{std::make_shared<EventState>()};
+      return Status::Ok;
+    } catch (const std::bad_alloc &) {
+      *e = nullptr;
+      set_error("emulated GPU: out of memory creating an event");
+      return Status::ErrNoMem;
+    }
+  }
+  void event_destroy(Event e) override { delete as_event(e); }
+
+  Status event_record(Event e, Stream s) override {
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    std::shared_ptr<EventState> st = as_event(e)->st;
+    std::uint64_t v;
+    {
+      std::lock_guard<std::mutex> lk(st->m);
+      v = ++st->recorded;
+    }
+    const bool queued = es->enqueue([st, v, es] {
+      const bool failed = es->take_failure();
+      {
+        std::lock_guard<std::mutex> lk(st->m);
+        if (v > st->completed) st->completed = v;
+        st->failed = st->failed || failed;
+      }
+      st->cv.notify_all();
+    });
+    if (!queued) {
+      // As if never recorded: nothing will ever complete record v.
+      std::lock_guard<std::mutex> lk(st->m);
+      if (v > st->completed) st->completed = v;
+      return Status::ErrNoMem;
+    }
+    return Status::Ok;
+  }
+
+  Status event_query(Event e, bool *done) override {
+    EventState &st = *as_event(e)->st;
+    std::lock_guard<std::mutex> lk(st.m);
+    *done = st.completed >= st.recorded;
+    if (*done && st.failed) {
+      st.failed = false;
+      set_error("emulated GPU: a reduction queued before the event failed");
+      return Status::ErrInternal;
+    }
+    return Status::Ok;
+  }
+
+  Status stream_wait_event(Stream s, Event e) override {
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    std::shared_ptr<EventState> st = as_event(e)->st;
+    std::uint64_t v;
+    {
+      std::lock_guard<std::mutex> lk(st->m);
+      v = st->recorded;
+      if (st->completed >= v) return Status::Ok;  // nothing pending (or never recorded)
+    }
+    const bool queued = es->enqueue([st, v] {
+      std::unique_lock<std::mutex> lk(st->m);
+      st->cv.wait(lk, [&] { return st->completed >= v; });
+    });
+    return queued ? Status::Ok : Status::ErrNoMem;
+  }
+
+  Status order_after_default_streams(Stream s, Event scratch) override {
+    // The emulation has one default stream, the legacy one (emu::memcpy/memset use it).
+    const Status st = event_record(scratch, nullptr);
+    return ok(st) ? stream_wait_event(s, scratch) : st;
+  }
+
+  Status malloc_device(void **p, std::size_t bytes) override {
+    return to_status(allocate(p, bytes, GCOLL_EMU_MEM_DEVICE));
+  }
+  void free_device(void *p) override { warn_on_free_failure(release(p), p); }
+  Status malloc_host(void **p, std::size_t bytes) override {
+    return to_status(allocate(p, bytes, GCOLL_EMU_MEM_PINNED));
+  }
+  void free_host(void *p) override { warn_on_free_failure(release(p), p); }
+
+  Status memcpy_async(void *dst, const void *src, std::size_t bytes, Stream s) override {
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    Translated d, from;
+    if (!state().registry.translate(dst, bytes, &d) || !state().registry.translate(src, bytes, &from))
+      return Status::ErrArg;
+    void *dp = d.addr;
+    const void *sp = from.addr;
+    return es->enqueue([dp, sp, bytes] { host_copy(dp, sp, bytes); }) ? Status::Ok : Status::ErrNoMem;
+  }
+
+  bool reduce_supported(ROp op, DType t) const override { return op_supported(op, t); }
+  int max_sources() const override { return kMaxSources; }
+
+  Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count,
+                Stream s) override {
+    if (m < 1 || m > kMaxSources) {
+      set_error("emulated GPU: reduction of %d sources (1 to %d)", m, kMaxSources);
+      return Status::ErrArg;
+    }
+    if (!op_supported(op, t)) {
+      set_error("emulated GPU: no reduction %s on %s", rop_name(op), dtype_name(t));
+      return Status::NotSupported;
+    }
+    const std::size_t esize = dtype_size(t);
+    if (count > SIZE_MAX / esize) {
+      set_error("emulated GPU: reduction of %zu elements overflows", count);
+      return Status::ErrArg;
+    }
+    const std::size_t bytes = count * esize;
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    Registry &reg = state().registry;
+    Translated d;
+    if (!reg.translate(dst, bytes, &d)) return Status::ErrArg;
+    std::array<const void *, kMaxSources> from{};
+    for (int i = 0; i < m; ++i) {
+      Translated x;
+      if (!reg.translate(srcs[i], bytes, &x)) return Status::ErrArg;
+      from[static_cast<std::size_t>(i)] = x.addr;
+    }
+    void *dp = d.addr;
+    const bool queued = es->enqueue([t, op, dp, from, m, count, es] {
+      if (!ok(host_reduce(t, op, dp, from.data(), m, count))) es->fail();
+    });
+    return queued ? Status::Ok : Status::ErrNoMem;
+  }
+
+  Status device_info(int dev, DeviceInfo *out) override {
+    *out = DeviceInfo{};
+    if (dev != 0) {
+      set_error("emulated GPU: no device %d (there is one, 0)", dev);
+      return Status::ErrArg;
+    }
+    static const char kUuid[16] = "gcoll-emu-gpu-0";
+    std::memcpy(out->uuid, kUuid, sizeof out->uuid);
+    out->sm_count = kEmuSms;
+    out->mps = 1;  // every process's stream work runs at once, as under MPS
+    return Status::Ok;
+  }
+
+  // The kernel of kernels/fused.h on the stream's worker thread, block after block, with
+  // the flags as atomics in the shared memory of the banks' memfds (device memory here is
+  // shared between the processes, as IPC-mapped memory is on a GPU).
+  Status fused(const FusedParams &p, Stream s) override {
+    if (p.nranks < 1 || p.nranks > kFusedMaxRanks || p.me < 0 || p.me >= p.nranks || p.blocks < 1 ||
+        p.blocks > kFusedMaxBlocks || p.root < 0 || p.root >= p.nranks || p.seq == 0 || !p.status) {
+      set_error("emulated GPU: inconsistent fused-collective parameters");
+      return Status::ErrArg;
+    }
+    if (p.kind == FusedKind::Allreduce) {
+      if (!op_supported(p.op, p.dtype)) {
+        set_error("emulated GPU: no reduction %s on %s", rop_name(p.op), dtype_name(p.dtype));
+        return Status::NotSupported;
+      }
+      if (p.elem != dtype_size(p.dtype) || kFusedAlign % p.elem != 0) {
+        set_error("emulated GPU: fused allreduce of %zu-byte elements of %s", p.elem, dtype_name(p.dtype));
+        return Status::ErrArg;
+      }
+    }
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    FusedEmuJob j;
+    j.p = p;
+    Registry &reg = state().registry;
+    const auto shadow = [&](const void *ptr, std::size_t bytes, void **out) {
+      Translated t;
+      if (!reg.translate(ptr, bytes, &t)) return false;
+      *out = t.addr;
+      return true;
+    };
+    bool good = true;
+    for (int q = 0; q < p.nranks && good; ++q) {
+      void *b = nullptr, *c = nullptr;
+      good = shadow(p.bank[q], p.bytes, &b) && shadow(p.ctl[q], sizeof(FusedControl), &c);
+      j.bank[q] = static_cast<unsigned char *>(b);
+      j.ctl[q] = static_cast<FusedControl *>(c);
+      if (good && p.kind == FusedKind::Allgather && p.dst[q]) {
+        void *d = nullptr;
+        good = shadow(p.dst[q], p.bytes, &d);
+        j.dst[q] = static_cast<unsigned char *>(d);
+      }
+    }
+    void *in = nullptr, *out = nullptr, *status = nullptr;
+    const bool publishes = !p.failed && (p.kind != FusedKind::Bcast || p.me == p.root);
+    if (good && publishes && !p.resume) good = shadow(p.in, p.bytes, &in);
+    if (good && p.kind != FusedKind::Allgather) good = shadow(p.out, p.bytes, &out);
+    if (good) good = shadow(p.status, sizeof(std::uint64_t) * static_cast<std::size_t>(p.blocks), &status);
+    if (!good) return Status::ErrArg;
+    j.in = static_cast<const unsigned char *>(in);
+    j.out = static_cast<unsigned char *>(out);
+    j.status = static_cast<std::uint64_t *>(status);
+    return es->enqueue([j] { run_fused(j); }) ? Status::Ok : Status::ErrNoMem;
+  }
+
+  const char *last_error() override { return take_error(); }
+
+ private:
+  // Stream 0 is the legacy default stream, as in CUDA.
+  static EmuStream *resolve(Stream s) { return s ? static_cast<EmuStream *>(s) : state().legacy(); }
+
+  static Status failure_check(EmuStream *es) {
+    if (!es->take_failure()) return Status::Ok;
+    set_error("emulated GPU: a reduction queued on stream %p failed", static_cast<void *>(es));
+    return Status::ErrInternal;
+  }
+
+  static void warn_on_free_failure(int code, void *p) {
+    if (code != GCOLL_EMU_OK) GCOLL_WARN("emulated GPU: cannot free %p: %s", p, error_text());
+  }
+};
+
+}  // namespace
+
+Runtime &emulated_runtime() {
+  static Runtime *const r = new EmuRuntime;
+  return *r;
+}
+
+}  // namespace cuda
+}  // namespace gcoll
