@@ -13,6 +13,9 @@ the job's output; where the case says so, gcoll's stats (GCOLL_STATS_FILE) show 
 of the named collectives through the engine (the agreed outcome "the MPI's collectives").
 Before the agreement: GCOLL_HOST_BUFFERS hung, GCOLL_DEVICE_CHUNK_SIZE returned wrong
 results, and settings the engine checked warned once per communicator and rank.
+GCOLL_ENABLE=0 on one rank (case enable) cannot be agreed (that rank runs no gcoll): the
+job must stop within the timeout, and a rank that is on must say why; before, it returned
+wrong results and crashed.
 """
 
 import argparse
@@ -54,7 +57,17 @@ CASES = {
                      ["--gtest_filter=GpuBackToBack.*"], []),
     "device_net_chunk": ("GCOLL_DEVICE_NET_CHUNK", "64K", "1M", dict(GPU, GCOLL_RANKS_PER_NODE="2"),
                          "gcoll_gpu_mpi_test", ["--gtest_filter=GpuAllreduceLarge.*"], ["allreduce"]),
+    # Off on the first rank: that rank cannot agree on anything (it runs no gcoll), so the
+    # job must stop with an error (the default handler, MPI_ERRORS_ARE_FATAL) and the ranks
+    # that are on must say why; before: wrong results, then a crash. A plain MPI program,
+    # with libgcoll.so preloaded on every rank (EXPECT_FAILURE below), whose first
+    # collective is an MPI_Allreduce. (Where the rank that is off makes another kind of
+    # collective call first, osu_allreduce's MPI_Barrier, the MPI itself hangs: not
+    # detectable; the README says GCOLL_ENABLE must be equal on every rank.)
+    "enable": ("GCOLL_ENABLE", "0", "1", {}, "gcoll_preload_c", [], []),
 }
+# Cases whose right outcome is a job that stops with this line from a rank that is on.
+EXPECT_FAILURE = {"enable": "some rank of this communicator does not run gcoll"}
 
 
 def main():
@@ -72,6 +85,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gcoll-mixed-") as tmp:
         stats = os.path.join(tmp, "stats.json")
         env = dict(common, GCOLL_ENABLE="1", GCOLL_STATS_FILE=stats, GCOLLTEST_TIMEOUT=str(int(a.timeout) - 20))
+        if a.case in EXPECT_FAILURE:  # a plain MPI program: the library preloaded
+            env["LD_PRELOAD"] = os.path.join(os.path.dirname(os.path.abspath(a.bin)), "lib", "libgcoll.so")
         cmd = [a.mpiexec] + flags
         for i, (n, value) in enumerate(((1, first), (a.np - 1, other))):
             if i:
@@ -95,6 +110,22 @@ def main():
                 out = out.decode(errors="replace")
             rc = "timeout"
         problems = []
+        if a.case in EXPECT_FAILURE:
+            said = [l for l in out.splitlines() if EXPECT_FAILURE[a.case] in l]
+            if rc == "timeout":
+                problems.append("the job hung (no end within %s s)" % a.timeout)
+            elif rc == 0:
+                problems.append("the job succeeded: its ranks' collective calls cannot have paired up")
+            if not said:
+                problems.append("no rank said: %s" % EXPECT_FAILURE[a.case])
+            if problems:
+                sys.stdout.write(out[-6000:])
+                for pr in problems:
+                    print("mixed_settings: FAIL: " + pr)
+                return 1
+            print("mixed_settings: stopped as it must (exit %s): %s" % (rc, said[0].strip()[:160]))
+            print("mixed_settings: %s: passed" % a.case)
+            return 0
         if rc != 0:
             problems.append("the program exited with %s (a failed comparison, a crash or a hang)" % rc)
         said = [l for l in out.splitlines() if re.search(re.escape(setting) + r" differs between the ranks", l)]

@@ -128,7 +128,8 @@ std::string format_value(const SettingDef &d, const Value &v) {
 const std::vector<SettingDef> kSettings = {
     {"GCOLL_ENABLE", SettingType::Bool, "1", nullptr,
      "0: every call goes straight to the MPI's PMPI_* function; the library does nothing else "
-     "(no stats). Must be the same on every rank: a rank that is off takes part in none of gcoll's agreements.",
+     "(no stats). Must be the same on every rank: a rank that is off takes part in none of gcoll's agreements "
+     "(the ranks that are on fail every call on a communicator where they see it).",
      [](Config &c, const Value &v) { c.enable = v.b; },
      "cannot be agreed (a rank that is off takes part in nothing of gcoll): must be set alike on every rank"},
     {"GCOLL_DEBUG", SettingType::Enum, "WARN", "WARN|INFO|TRACE",

@@ -15,6 +15,7 @@ const char *status_name(Status s) {
     case Status::ErrArg: return "invalid argument";
     case Status::ErrNoMem: return "out of memory";
     case Status::ErrTransport: return "transport error";
+    case Status::ErrMismatch: return "a rank without gcoll";
     case Status::ErrInternal: return "internal error";
   }
   return "unknown status";

@@ -17,6 +17,7 @@ enum class Status : int {
   ErrArg,        // invalid argument (e.g. MPI_IN_PLACE where not allowed)
   ErrNoMem,      // allocation failed
   ErrTransport,  // a peer could not be reached / network error
+  ErrMismatch,   // some rank of the communicator does not run gcoll (GCOLL_ENABLE=0, no libgcoll.so)
   ErrInternal,   // bug or unexpected state
 };
 

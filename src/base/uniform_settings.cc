@@ -12,7 +12,13 @@ namespace {
 
 // Vote layout: [magic, gpu, timeout (0 as "none"), then every uniform setting's value in
 // table order].
-enum : int { kMagic = 0, kGpu = 1, kTimeoutMin = 2, kFirstSetting = 3 };
+// kProtocol: the same in every gcoll build, ever, so that a vote mixed with something
+// else (an application's collective call met it: a rank without gcoll) is recognised.
+// First, because a shorter message overwrites the start of the exchange; very negative,
+// because the exchange is a maximum: nearly any other bits there are larger and show.
+// kMagic: this build's.
+enum : int { kProtocol = 0, kMagic = 1, kGpu = 2, kTimeoutMin = 3, kFirstSetting = 4 };
+constexpr long long kProtocolWord = LLONG_MIN + 0x67636f6c6cLL;  // "gcoll"
 
 // Differs between builds (a rank running another gcoll, or one whose GCOLL_ENABLE=0 made
 // the MPI pair this agreement with another call, shows as a different magic).
@@ -116,6 +122,7 @@ std::string format_size(std::uint64_t bytes) {
 std::vector<long long> uniform_vote(const EnvList &effective, bool gpu_usable) {
   const auto defs = uniform_defs();
   std::vector<long long> v(kFirstSetting + defs.size(), 0);
+  v[kProtocol] = kProtocolWord;
   v[kMagic] = magic();
   v[kGpu] = gpu_usable ? 1 : 0;
   v[kTimeoutMin] = LLONG_MAX;  // none
@@ -134,7 +141,9 @@ AgreedSettings agreed_settings(const std::vector<long long> &lo, const std::vect
   const auto defs = uniform_defs();
   AgreedSettings a;
   const std::size_t n = kFirstSetting + defs.size();
-  a.same_build = lo.size() == n && hi.size() == n && lo[kMagic] == magic() && hi[kMagic] == magic();
+  a.all_gcoll = !lo.empty() && !hi.empty() && lo[kProtocol] == kProtocolWord &&
+                hi[kProtocol] == kProtocolWord;
+  a.same_build = a.all_gcoll && lo.size() == n && hi.size() == n && lo[kMagic] == magic() && hi[kMagic] == magic();
   if (!a.same_build) {
     // Nothing the ranks sent can be read: the MPI for everything, memory kinds at every
     // call where they are asked for.

@@ -22,6 +22,11 @@ struct UniformDifference {
 };
 
 struct AgreedSettings {
+  // Every rank took part in the vote as gcoll: false when what arrived is not gcoll's (a
+  // rank with GCOLL_ENABLE=0 or without libgcoll.so made its own collective call at the
+  // same time: the communicator's collectives no longer pair up; detected where the data
+  // shows it, which MPI does not promise).
+  bool all_gcoll = true;
   bool same_build = true;      // every rank runs a gcoll of this build (else: the MPI for everything)
   bool gpu = false;            // some rank can hold device memory
   bool host_engine = false;    // GCOLL_HOST_BUFFERS=engine on every rank

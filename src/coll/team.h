@@ -32,6 +32,10 @@ struct Team {
 
   // Agreed at the first call (-1: not yet).
   int gpu = -1;                 // some rank can hold device memory
+  // Some rank did not take part in the agreement as gcoll (GCOLL_ENABLE=0 there, or no
+  // libgcoll.so): the communicator's collectives no longer pair up, so every call on it
+  // fails (MPI_ERR_OTHER) rather than return what another call sent.
+  bool without_gcoll = false;
   bool host_engine = false;     // GCOLL_HOST_BUFFERS=engine on every rank
   bool uniform_memory = false;  // GCOLL_UNIFORM_MEMORY on every rank
   bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank

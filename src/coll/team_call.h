@@ -59,6 +59,10 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   // The team's first call agrees whether any of its ranks can hold device memory at all,
   // and the settings that must be equal on every rank.
   if (cs && cs->gpu < 0) agree_once(cs);
+  if (cs && cs->without_gcoll) {
+    stats.record(coll, Path::Error, 0);
+    return raise_error(Status::ErrMismatch, kWithoutGcoll);
+  }
   const bool host_engine = cs && cs->host_engine;
   // The common case, kept short: nobody here can pass device memory and host buffers go
   // to the MPI.

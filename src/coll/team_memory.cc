@@ -95,12 +95,21 @@ void agree_once(Team *cs) {
   const std::vector<long long> mine = uniform_vote(process_config().effective, cuda::usable());
   std::vector<long long> lo(mine.size()), hi(mine.size());
   AgreedSettings a;
-  if (ok(min_max(boot, mine.data(), static_cast<int>(mine.size()), lo.data(), hi.data()))) {
-    a = agreed_settings(lo, hi);
-  } else {
-    // The communicator cannot carry a collective: the call's own PMPI_* call will say why.
-    // Assume the worst (a GPU somewhere): every later call agrees per call, nothing takes
-    // the engine.
+  const Status st = min_max(boot, mine.data(), static_cast<int>(mine.size()), lo.data(), hi.data());
+  if (ok(st)) a = agreed_settings(lo, hi);
+  if (!ok(st) || !a.all_gcoll) {
+    // What arrived is not gcoll's vote, or the MPI refused the exchange (a message of
+    // another size met it: MPI_ERR_TRUNCATE): some rank made its own collective call
+    // instead. Said by every rank that sees it (world rank 0 may be the one without gcoll).
+    cs->without_gcoll = true;
+    static std::once_flag said;
+    std::call_once(said, [] {
+      GCOLL_WARN("%s", kWithoutGcoll);
+    });
+  }
+  if (!ok(st)) {
+    // Nothing was agreed (and every call fails, above): assume the worst, a GPU somewhere,
+    // nothing through the engine.
     a.gpu = true;
     a.engine = false;
     a.device_engine = false;
@@ -122,9 +131,8 @@ void agree_once(Team *cs) {
   static std::mutex mu;
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(mu);
-  if (!a.same_build && said.insert("(build)").second)
-    GCOLL_WARN("the ranks of a communicator run different gcoll builds, or GCOLL_ENABLE differs between them "
-               "(it must be equal on every rank): this communicator uses the MPI");
+  if (a.all_gcoll && !a.same_build && said.insert("(build)").second)
+    GCOLL_WARN("the ranks of a communicator run different gcoll builds: this communicator uses the MPI");
   for (const UniformDifference &d : a.differences)
     if (said.insert(d.setting).second) GCOLL_WARN("%s", difference_message(d).c_str());
 }

@@ -17,6 +17,13 @@
 
 namespace gcoll {
 
+// What a rank says when some rank of a communicator does not run gcoll (agree_once), and
+// what every call on that communicator reports then (MPI_ERR_OTHER).
+inline constexpr const char *kWithoutGcoll =
+    "some rank of this communicator does not run gcoll (GCOLL_ENABLE=0 there, or libgcoll.so not preloaded): "
+    "GCOLL_ENABLE must be equal on every rank. That rank's collective call met gcoll's agreement, so the "
+    "communicator's collectives no longer pair up: every call on it fails";
+
 
 
 // Whether this process can hold device memory at all (a usable CUDA driver, or the

@@ -17,6 +17,7 @@ int mpi_error_class(Status s) {
     case Status::ErrArg: return MPI_ERR_ARG;
     case Status::ErrNoMem: return MPI_ERR_NO_MEM;
     case Status::ErrTransport: return MPI_ERR_OTHER;
+    case Status::ErrMismatch: return MPI_ERR_OTHER;
     case Status::ErrInternal: return MPI_ERR_INTERN;
   }
   return MPI_ERR_UNKNOWN;

@@ -1,6 +1,7 @@
 // The settings that must be equal on every rank (base/uniform_settings.h), agreed through
 // the in-process bootstrap (boot/bootstrap.h) with threads as ranks: every rank gets the
 // same outcome, and a setting that differs gets the outcome its table entry names.
+#include <algorithm>
 #include <climits>
 #include <thread>
 #include <vector>
@@ -188,6 +189,27 @@ TEST(Bootstrap, InProcessCollectives) {
     });
   for (auto &t : threads) t.join();
   for (int r = 0; r < n; ++r) EXPECT_EQ(bad[r], 0) << "rank " << r;
+}
+
+// A rank without gcoll (GCOLL_ENABLE=0) makes its own collective call when the others
+// exchange their votes: the MPI reduces the votes with its data (a shorter message: the
+// start of the exchange). What arrives is recognised as not a vote (agree_once then fails
+// every call on the communicator): four ints of 1, a float, zeros, a double.
+TEST(UniformSettings, AVoteMixedWithAnApplicationsDataIsRecognised) {
+  const std::vector<long long> vote = uniform_vote(parse_config({}).effective, false);
+  for (long long foreign : {0x0000000100000001LL, 0x3f800000LL, 0LL, 0x3ff0000000000000LL, -1LL}) {
+    // The maximum over [v, -v] (min_max) of this rank's vote and the application's bytes
+    // that landed on the first word.
+    std::vector<long long> lo(vote), hi(vote);
+    hi[0] = std::max(vote[0], foreign);
+    // (the negated half, past the short message, is untouched: lo stays the vote)
+    const AgreedSettings a = agreed_settings(lo, hi);
+    EXPECT_FALSE(a.all_gcoll) << std::hex << foreign;
+    EXPECT_FALSE(a.same_build);
+    EXPECT_FALSE(a.engine);
+  }
+  std::vector<long long> lo(vote), hi(vote);
+  EXPECT_TRUE(agreed_settings(lo, hi).all_gcoll);
 }
 
 }  // namespace
