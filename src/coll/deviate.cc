@@ -14,82 +14,6 @@ namespace {
 
 cuda::Runtime &rt() { return cuda::runtime(); }
 
-// Device scratch, per GPU: the smallest idle buffer that fits, else a new one (whole
-// powers of two from 64 KiB, so that a few buffers serve every size). At most 1 GiB stays
-// idle; the smallest idle buffers are freed first.
-class DevicePool {
- public:
-  void *get(int gpu, std::size_t bytes, std::size_t *got) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto best = idle_.end();
-      for (auto it = idle_.begin(); it != idle_.end(); ++it)
-        if (it->gpu == gpu && it->bytes >= bytes && (best == idle_.end() || it->bytes < best->bytes)) best = it;
-      if (best != idle_.end()) {
-        Buf b = *best;
-        idle_.erase(best);
-        cached_ -= b.bytes;
-        *got = b.bytes;
-        return b.p;
-      }
-    }
-    std::size_t want = std::size_t{1} << 16;
-    while (want < bytes) want <<= 1;
-    void *p = nullptr;
-    DeviceScope scope(gpu);
-    if (!ok(scope.status()) || !ok(rt().malloc_device(&p, want))) return nullptr;
-    *got = want;
-    return p;
-  }
-
-  void put(int gpu, void *p, std::size_t bytes) {
-    std::vector<Buf> drop;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      idle_.push_back(Buf{p, bytes, gpu});
-      cached_ += bytes;
-      while (cached_ > kMaxCached && idle_.size() > 1) {
-        auto small = std::min_element(idle_.begin(), idle_.end(),
-                                      [](const Buf &a, const Buf &b) { return a.bytes < b.bytes; });
-        drop.push_back(*small);
-        cached_ -= small->bytes;
-        idle_.erase(small);
-      }
-    }
-    for (const Buf &b : drop) free_one(b);
-  }
-
-  void release() {
-    std::vector<Buf> drop;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      drop.swap(idle_);
-      cached_ = 0;
-    }
-    for (const Buf &b : drop) free_one(b);
-  }
-
- private:
-  struct Buf {
-    void *p;
-    std::size_t bytes;
-    int gpu;
-  };
-  static void free_one(const Buf &b) {
-    DeviceScope scope(b.gpu);
-    rt().free_device(b.p);
-  }
-  static constexpr std::size_t kMaxCached = std::size_t{1} << 30;
-  std::mutex mu_;
-  std::vector<Buf> idle_;
-  std::size_t cached_ = 0;
-};
-
-DevicePool &device_pool() {
-  static DevicePool *const p = new DevicePool;  // never destroyed: exit handlers may still call MPI
-  return *p;
-}
-
 }  // namespace
 
 Deviator::Deviator(MemKind mem, int gpu) : mem_(mem), gpu_(gpu) {}
@@ -97,7 +21,7 @@ Deviator::Deviator(MemKind mem, int gpu) : mem_(mem), gpu_(gpu) {}
 Deviator::~Deviator() {
   if (order_) pinned::give_event(gpu_, order_);
   if (!scratch_) return;
-  if (mem_ == MemKind::Device) device_pool().put(gpu_, scratch_, scratch_bytes_);
+  if (mem_ == MemKind::Device) pinned::put_device(scratch_);
   else pinned::put(scratch_);
 }
 
@@ -130,7 +54,7 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
   DeviceScope scope(gpu_);
   if (!ok(scope.status())) return fail("cannot make the GPU current", Status::ErrInternal);
   if (mem_ == MemKind::Device) {
-    scratch_ = device_pool().get(gpu_, need, &scratch_bytes_);
+    scratch_ = pinned::get_device(gpu_, need, &scratch_bytes_);
   } else {
     scratch_ = pinned::get(need);
     scratch_bytes_ = need;
@@ -194,6 +118,5 @@ Status Deviator::leave() {
   return Status::Ok;
 }
 
-void release_deviation_scratch() { device_pool().release(); }
 
 }  // namespace gcoll

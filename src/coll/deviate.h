@@ -60,7 +60,4 @@ class Deviator {
   std::string why_;
 };
 
-// Inside MPI_Finalize: frees the pooled device scratch.
-void release_deviation_scratch();
-
 }  // namespace gcoll

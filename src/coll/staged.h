@@ -43,8 +43,9 @@ StagedResult staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype s
 StagedResult staged_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                          MPI_Op op, MPI_Comm comm, StagedBuffers b);
 
-// Inside MPI_Finalize: frees the pooled pinned buffers and the staging streams (before the
-// application may reset its devices; mem/pinned.h).
+// Inside MPI_Finalize: frees the pooled buffers (pinned staging buffers, the deviators'
+// device scratch) and the staging streams (before the application may reset its devices;
+// mem/pinned.h).
 void release_staging();
 
 // Where `count` elements of `type` lie relative to the buffer pointer: [lo, lo + bytes).

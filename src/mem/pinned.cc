@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "base/log.h"
+#include "mem/device_scope.h"
+#include "mem/pool.h"
 
 namespace gcoll::pinned {
 
@@ -19,69 +21,25 @@ cuda::Runtime &rt() { return cuda::runtime(); }
 
 std::atomic<bool> g_warned_pageable{false};
 
-class Pool {
- public:
-  void *get(std::size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto best = free_.end();
-      for (auto it = free_.begin(); it != free_.end(); ++it)
-        if (it->second.bytes >= bytes && (best == free_.end() || it->second.bytes < best->second.bytes)) best = it;
-      if (best != free_.end()) {
-        void *p = best->first;
-        used_[p] = best->second;
-        cached_ -= best->second.bytes;
-        free_.erase(best);
-        return p;
-      }
-    }
-    std::size_t want = std::size_t{1} << 16;
-    while (want < bytes) want <<= 1;
-    void *p = nullptr;
-    Buf b{want, true};
-    if (!ok(alloc_host(rt(), want, &p, &b.pinned))) return nullptr;
-    std::lock_guard<std::mutex> lock(mu_);
-    used_[p] = b;
-    return p;
-  }
+bool alloc_staging(int, std::size_t bytes, void **p, bool *pinned) { return ok(alloc_host(rt(), bytes, p, pinned)); }
+void free_staging(int, void *p, bool pinned) { free_host(rt(), p, pinned); }
 
-  void put(void *p) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const Buf b = used_[p];
-    used_.erase(p);
-    free_.emplace_back(p, b);
-    cached_ += b.bytes;
-    // Keep at most kMaxCached bytes idle: free the smallest first (the largest serve all).
-    while (cached_ > kMaxCached && free_.size() > 1) {
-      auto small = std::min_element(free_.begin(), free_.end(),
-                                    [](const auto &a, const auto &c) { return a.second.bytes < c.second.bytes; });
-      free_host(rt(), small->first, small->second.pinned);
-      cached_ -= small->second.bytes;
-      free_.erase(small);
-    }
-  }
+bool alloc_device(int gpu, std::size_t bytes, void **p, bool *) {
+  DeviceScope scope(gpu);
+  return ok(scope.status()) && ok(rt().malloc_device(p, bytes));
+}
+void free_device(int gpu, void *p, bool) {
+  DeviceScope scope(gpu);
+  rt().free_device(p);
+}
 
-  void clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto &f : free_) free_host(rt(), f.first, f.second.pinned);
-    free_.clear();
-    cached_ = 0;
-  }
-
- private:
-  struct Buf {
-    std::size_t bytes = 0;
-    bool pinned = true;
-  };
-  static constexpr std::size_t kMaxCached = std::size_t{1} << 30;
-  std::mutex mu_;
-  std::vector<std::pair<void *, Buf>> free_;
-  std::map<void *, Buf> used_;  // buffers in use
-  std::size_t cached_ = 0;
-};
-
-Pool &pool() {
-  static Pool *p = new Pool;  // never destroyed: release() empties it
+// Never destroyed (exit handlers may still call MPI): release() empties them.
+BufferPool &staging_pool() {
+  static BufferPool *const p = new BufferPool(alloc_staging, free_staging);
+  return *p;
+}
+BufferPool &device_pool() {
+  static BufferPool *const p = new BufferPool(alloc_device, free_device);
   return *p;
 }
 
@@ -120,8 +78,11 @@ void free_host(cuda::Runtime &r, void *p, bool pinned) {
   else std::free(p);
 }
 
-void *get(std::size_t bytes) { return pool().get(bytes); }
-void put(void *p) { pool().put(p); }
+void *get(std::size_t bytes) { return staging_pool().get(-1, bytes); }
+void put(void *p) { staging_pool().put(p); }
+
+void *get_device(int gpu, std::size_t bytes, std::size_t *got) { return device_pool().get(gpu, bytes, got); }
+void put_device(void *p) { device_pool().put(p); }
 
 cuda::Stream stream(int device) {
   std::lock_guard<std::mutex> lock(g_streams_mu);
@@ -154,7 +115,8 @@ void give_event(int device, cuda::Event e) {
 }
 
 void release() {
-  pool().clear();  // empty unless something was staged
+  staging_pool().clear();  // empty unless something was staged
+  device_pool().clear();   // or deviated
   std::lock_guard<std::mutex> lock(g_streams_mu);
   if (g_streams.empty() && g_free_events.empty()) return;  // never staged: touch nothing
   const int prev = rt().current_device();

@@ -1,6 +1,7 @@
 // Pinned host memory and the staging streams: what the staged path (coll/staged.h) copies
-// device buffers through. Kept across calls: cudaHostAlloc and stream creation cost
-// milliseconds.
+// device buffers through; and device scratch per GPU (the deviators', coll/deviate.h).
+// Kept across calls in pools (mem/pool.h): cudaHostAlloc, cudaMalloc and stream creation
+// cost milliseconds.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,11 @@ void *get(std::size_t bytes);
 // buffers are freed first).
 void put(void *p);
 
+// Device memory of GPU `gpu`, at least `bytes` (*got: its size), pooled the same way, or
+// nullptr when none can be allocated. Thread-safe.
+void *get_device(int gpu, std::size_t bytes, std::size_t *got);
+void put_device(void *p);
+
 // The staging stream of GPU `device` (one non-blocking stream per GPU, created at its
 // first use; the device must be current), or nullptr when it cannot be created.
 cuda::Stream stream(int device);
@@ -35,8 +41,9 @@ cuda::Stream stream(int device);
 cuda::Event take_event(int device);
 void give_event(int device, cuda::Event e);
 
-// Inside MPI_Finalize: frees the pooled buffers, the streams and the events (before the
-// application may reset its devices). Touches no device when nothing was staged.
+// Inside MPI_Finalize: frees the pooled buffers (both kinds), the streams and the events
+// (before the application may reset its devices). Touches no device when nothing was
+// staged or deviated.
 void release();
 
 }  // namespace gcoll::pinned

@@ -45,7 +45,6 @@ int teardown(MPI_Comm, int, void *, void *) {
   const bool done = no_throw("teardown in MPI_Finalize", [] {
     release_all_comm_states();
     release_staging();
-    release_deviation_scratch();
     release_pack_comm();
     engine_shutdown();
   });
