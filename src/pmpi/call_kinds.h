@@ -3,6 +3,8 @@
 // Used with GCOLL_PP_MAP over a list row's arguments.
 #pragma once
 
+#include <climits>
+
 #include <mpi.h>
 
 #include "base/coll_list.h"
