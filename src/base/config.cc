@@ -172,6 +172,30 @@ const std::vector<SettingDef> kSettings = {
      "OMPI_MCA_mpi_yield_when_idle=1, or more runnable threads than CPUs on the machine: other jobs), else "
      "yield, and sleep once a wait lasts 1 ms.",
      [](Config &c, const Value &v) { c.wait_mode = static_cast<WaitMode>(v.choice); }},
+    {"GCOLL_TOPO_FILE", SettingType::String, "", nullptr,
+     "A node topology file in NCCL's XML dialect (what NCCL_TOPO_FILE takes and NCCL_TOPO_DUMP_FILE writes; "
+     "clouds ship them for their VMs): its GPUs (by PCI bus id), NVLinks, PCI tree, NUMA nodes and NICs "
+     "override what gcoll detects. With GCOLL_CUDA=emulate, the emulated GPU has the file's GPUs. Empty: "
+     "detection (CUDA, hwloc, NVML).",
+     [](Config &c, const Value &v) { c.topo_file = v.s; }},
+    {"GCOLL_TOPO_DUMP_FILE", SettingType::String, "", nullptr,
+     "Writes the node topology gcoll uses (detected, or read from GCOLL_TOPO_FILE) to this file in NCCL's "
+     "XML dialect, once per process (%h: host name, %p: process id).",
+     [](Config &c, const Value &v) { c.topo_dump_file = v.s; }},
+    {"GCOLL_P2P_LEVEL", SettingType::Enum, "PXB", "LOC|NVL|PIX|PXB|PHB|NODE|SYS",
+     "The farthest path between two GPUs over which they read each other's memory (CUDA IPC), in NCCL's and "
+     "nvidia-smi topo -m's words: LOC never between different GPUs, NVL NVLink only, PIX one PCIe switch, "
+     "PXB several PCIe switches (default, as NCCL), PHB through a CPU host bridge, NODE between host bridges "
+     "of one NUMA node, SYS across sockets. NVLink is always used. GPU pairs beyond it go through host memory.",
+     [](Config &c, const Value &v) { c.p2p_level = static_cast<P2pLevel>(v.choice); }},
+    {"GCOLL_P2P_DISABLE", SettingType::Bool, "0", nullptr,
+     "1: never P2P between different GPUs (ranks on one GPU still share it); as NCCL_P2P_DISABLE.",
+     [](Config &c, const Value &v) { c.p2p_disable = v.b; }},
+    {"GCOLL_P2P_CHECK", SettingType::Bool, "1", nullptr,
+     "1: at a communicator's first device call, every GPU pair that may use P2P is checked with data (each rank "
+     "writes a pattern through the peer's IPC mapping, the owner checks it); a pair that fails (ACS or IOMMU "
+     "settings, a VM without real P2P) goes through host memory, with one warning. 0: trust the topology.",
+     [](Config &c, const Value &v) { c.p2p_check = v.b; }},
     {"GCOLL_CUDA", SettingType::Enum, "auto", "auto|off|emulate",
      "auto: classify every buffer with the CUDA driver when one is loaded and a GPU exists (no driver: "
      "every buffer is host memory, silently). off: never touch CUDA; device buffers reach the MPI as they "

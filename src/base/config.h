@@ -14,6 +14,8 @@ enum class LogLevel : int { Warn = 0, Info = 1, Trace = 2 };
 enum class FusedMode : int { Auto = 0, On = 1, Off = 2 };              // GCOLL_DEVICE_FUSED
 enum class DeviceNetMode : int { Auto = 0, Direct = 1, Pipelined = 2 };  // GCOLL_DEVICE_NET
 enum class WaitMode : int { Auto = 0, Spin = 1, Yield = 2, Sleep = 3 };  // GCOLL_WAIT (src/base/wait.h)
+// GCOLL_P2P_LEVEL: the farthest GPU pair path over which P2P is used (topo/node_topo.h: PathClass order).
+enum class P2pLevel : int { Loc = 0, Nvl = 1, Pix = 2, Pxb = 3, Phb = 4, Node = 5, Sys = 6 };
 
 // Typed view of the settings. Defaults here must equal the table's default strings
 // (a unit test checks it).
@@ -39,6 +41,11 @@ struct Config {
   bool memory_cache = true;          // GCOLL_MEMORY_CACHE: reuse buffer classifications (src/cuda/device.h)
   int agree_interval = 1024;         // GCOLL_MEMORY_AGREE_INTERVAL: most calls between memory-kind agreements
   WaitMode wait_mode = WaitMode::Auto;              // GCOLL_WAIT (src/base/wait.h)
+  std::string topo_file;             // GCOLL_TOPO_FILE: NCCL topology XML that overrides detection (src/topo)
+  std::string topo_dump_file;        // GCOLL_TOPO_DUMP_FILE: where the detected node topology is written
+  P2pLevel p2p_level = P2pLevel::Pxb;  // GCOLL_P2P_LEVEL
+  bool p2p_disable = false;          // GCOLL_P2P_DISABLE: no P2P between different GPUs
+  bool p2p_check = true;             // GCOLL_P2P_CHECK: verify P2P with data at setup
 };
 
 enum class SettingType { Bool, Int, Size, Enum, String };

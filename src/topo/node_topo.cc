@@ -1,0 +1,2 @@
+// placeholder: being written
+#include "topo/node_topo.h"

@@ -1,0 +1,2 @@
+// placeholder: being written
+#include "topo/topo_xml.h"
