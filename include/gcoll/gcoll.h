@@ -40,9 +40,18 @@ int gcoll_live_comm_states(void);
 
 /* This process's count (all threads) of one of the library's own costs, by its name in
  * the stats file's "library" object: "hidden_mpi_calls", "memory_agreements",
- * "pointer_queries", "kind_cache_hits", "deviations". -1 for an unknown name. For tests
+ * "pointer_queries", "kind_cache_hits", "deviations", "device_topology_<class>",
+ * "p2p_probe_failures". -1 for an unknown name. For tests
  * and diagnostics. */
 long long gcoll_library_counter(const char *name);
+
+/* Prints the node topology gcoll uses (GCOLL_TOPO_FILE, else what it detects: CUDA,
+ * hwloc, NVML) as `nvidia-smi topo -m` does, then what gcoll makes of it: the P2P verdict
+ * of every GPU pair, the P2P islands, the NVLink rings, each rank's rail NIC and the path
+ * each collective would take on device buffers, for `ranks_per_gpu` ranks per GPU (local
+ * rank r on GPU r % GPUs). Works without MPI. Returns 0, or -1 on a write error.
+ * `gcoll_info --topology [--ranks-per-gpu N]` calls it. */
+int gcoll_print_topology(FILE *out, int ranks_per_gpu);
 
 /* Shared-memory segments left in /dev/shm by jobs killed while they set up a
  * communicator (every other segment is unlinked at once): removes those whose creator is

@@ -2,14 +2,25 @@
  *
  * With GCOLL_CUDA=emulate in the environment of every rank, libgcoll.so does not use
  * CUDA at all: it classifies, copies, reduces and shares "device" memory through an
- * emulation that behaves like one GPU shared by every rank of the machine:
+ * emulation that behaves like one GPU shared by every rank of the machine, or, with
+ * GCOLL_TOPO_FILE naming a topology file (NCCL's XML dialect), like the file's GPUs:
  *   - device memory that the CPU cannot touch (a stray CPU access faults, as it does on a
  *     GPU), backed by memfd so that peer processes map the same bytes through
  *     IPC handles; pool memory (like cudaMallocAsync) that has no legacy IPC handle;
  *     managed memory (the CPU can read it) and pinned host memory;
  *   - streams and events whose work runs later, on worker threads, after a random
  *     delay (GCOLL_EMU_DELAY): a missing wait gives wrong results;
- *   - reductions by the host kernels.
+ *   - reductions by the host kernels;
+ *   - with a topology file: its N GPUs (device i is the file's i-th GPU), each process
+ *     on device local_rank % N by default (the launcher's local rank:
+ *     OMPI_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+ *     SLURM_LOCALID or PMI_LOCAL_RANK, the first set; 0 when none is), a current device
+ *     per thread as in CUDA, and the file's peer access: an IPC handle opened into a
+ *     device that cannot reach the exporter's fails (counted by
+ *     gcoll_emu_denied_ipc_opens), and one opened across a pair the file marks broken
+ *     maps a private copy of the bytes as they were at the open, so the importer's
+ *     writes never reach the owner (counted by gcoll_emu_broken_ipc_opens). A file that
+ *     cannot be read gives a warning and one device.
  * The test programs allocate and copy through these functions when
  * gcoll_emu_active() is 1, and through the CUDA runtime otherwise, so the same tests
  * run on both. Every function returns 0 on success, else a GCOLL_EMU_ERR_* code.
@@ -30,7 +41,7 @@ enum gcoll_emu_error {
   GCOLL_EMU_OK = 0,
   GCOLL_EMU_ERR_INACTIVE = 1, /* GCOLL_CUDA is not "emulate" in this process */
   GCOLL_EMU_ERR_NOMEM = 2,    /* allocation failed */
-  GCOLL_EMU_ERR_INVALID = 3   /* a pointer the emulation did not allocate, a bad kind or size */
+  GCOLL_EMU_ERR_INVALID = 3   /* a pointer the emulation did not allocate, a bad kind, size or device */
 };
 
 enum gcoll_emu_mem {
@@ -43,10 +54,32 @@ enum gcoll_emu_mem {
 /* 1 when this process runs on the emulated GPU (GCOLL_CUDA=emulate), else 0. */
 int gcoll_emu_active(void);
 
-/* Number of emulated devices (1). */
+/* Number of emulated devices: the topology file's GPUs, else 1 (0 when not active). */
 int gcoll_emu_device_count(void);
 
-/* Allocates `bytes` (0 allowed: a valid unique pointer) of memory kind `kind`. */
+/* cudaSetDevice: makes `dev` (0 to gcoll_emu_device_count() - 1) the calling thread's
+ * current device. */
+int gcoll_emu_set_device(int dev);
+
+/* cudaGetDevice: the calling thread's current device (the one it set, else the
+ * process's default, local_rank % gcoll_emu_device_count()). */
+int gcoll_emu_get_device(int *dev);
+
+/* cudaDeviceCanAccessPeer as the topology file's machine answers it: 1 or 0 (a device
+ * reaches itself; 0 for devices that are not there). */
+int gcoll_emu_can_access_peer(int dev, int peer);
+
+/* The PCI bus id of device `dev` ("0000:07:00.0", the file's), or NULL. */
+const char *gcoll_emu_device_pci_bus_id(int dev);
+
+/* IPC handles this process failed to open for want of peer access between the
+ * importing and the exporting device, and opened across a broken pair (as private
+ * copies), since it started. */
+int gcoll_emu_denied_ipc_opens(void);
+int gcoll_emu_broken_ipc_opens(void);
+
+/* Allocates `bytes` (0 allowed: a valid unique pointer) of memory kind `kind`, device
+ * kinds on the calling thread's current device. */
 int gcoll_emu_malloc(void **p, size_t bytes, int kind);
 
 /* Frees what gcoll_emu_malloc returned; waits for all queued device work first, as
@@ -68,6 +101,9 @@ int gcoll_emu_device_synchronize(void);
 /* The kind (enum gcoll_emu_mem) of the allocation that contains p, or -1 for memory the
  * emulation did not allocate (plain host memory). */
 int gcoll_emu_pointer_kind(const void *p);
+
+/* The device of the device memory (DEVICE or ASYNC) that contains p, or -1. */
+int gcoll_emu_pointer_device(const void *p);
 
 /* Text for a return code. */
 const char *gcoll_emu_error_string(int code);

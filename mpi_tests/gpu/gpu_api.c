@@ -29,6 +29,10 @@
 static struct {
   int (*active)(void);
   int (*device_count)(void);
+  int (*set_device)(int);
+  int (*get_device)(int *);
+  const char *(*device_pci_bus_id)(int);
+  int (*pointer_device)(const void *);
   int (*malloc_)(void **, size_t, int);
   int (*free_)(void *);
   int (*memcpy_)(void *, const void *, size_t);
@@ -61,6 +65,10 @@ static void decide_mode(void) {
   /* Every symbol now: a library without the emulation fails here, not halfway through. */
   *(void **)&emu.active = emu_symbol("gcoll_emu_active");
   *(void **)&emu.device_count = emu_symbol("gcoll_emu_device_count");
+  *(void **)&emu.set_device = emu_symbol("gcoll_emu_set_device");
+  *(void **)&emu.get_device = emu_symbol("gcoll_emu_get_device");
+  *(void **)&emu.device_pci_bus_id = emu_symbol("gcoll_emu_device_pci_bus_id");
+  *(void **)&emu.pointer_device = emu_symbol("gcoll_emu_pointer_device");
   *(void **)&emu.malloc_ = emu_symbol("gcoll_emu_malloc");
   *(void **)&emu.free_ = emu_symbol("gcoll_emu_free");
   *(void **)&emu.memcpy_ = emu_symbol("gcoll_emu_memcpy");
@@ -123,7 +131,7 @@ int gpu_device_count(int *n) {
 }
 
 int gpu_set_device(int dev) {
-  if (gpu_emulated()) return dev >= 0 && dev < emu.device_count() ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID;
+  if (gpu_emulated()) return emu.set_device(dev);
 #ifdef GPU_API_NO_CUDA
   (void)dev;
   return GPU_API_ERR_NO_CUDA;
@@ -135,10 +143,7 @@ int gpu_set_device(int dev) {
 }
 
 int gpu_get_device(int *dev) {
-  if (gpu_emulated()) {
-    *dev = 0; /* the emulated GPU is one device, current on every thread */
-    return GCOLL_EMU_OK;
-  }
+  if (gpu_emulated()) return emu.get_device(dev); /* per thread, as cudaGetDevice */
 #ifdef GPU_API_NO_CUDA
   return GPU_API_ERR_NO_CUDA;
 #else
@@ -148,8 +153,13 @@ int gpu_get_device(int *dev) {
 
 int gpu_device_name(int dev, char *buf, size_t len) {
   if (gpu_emulated()) {
-    snprintf(buf, len, "%s", gpu_mode_name());
-    return dev == 0 ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID;
+    /* One device: the mode's name, as before; several (a topology file): with the bus id. */
+    const char *bus = emu.device_pci_bus_id(dev);
+    if (emu.device_count() > 1 && bus)
+      snprintf(buf, len, "%s %d (%s)", gpu_mode_name(), dev, bus);
+    else
+      snprintf(buf, len, "%s", gpu_mode_name());
+    return bus ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID;
   }
 #ifdef GPU_API_NO_CUDA
   snprintf(buf, len, "%s", gpu_mode_name());
@@ -289,8 +299,7 @@ int gpu_device_reset(void) {
 int gpu_pointer_device(const void *p, int *device) {
   *device = -1;
   if (gpu_emulated()) {
-    const int k = emu.pointer_kind(p);
-    if (k == GCOLL_EMU_MEM_DEVICE || k == GCOLL_EMU_MEM_ASYNC) *device = 0;
+    *device = emu.pointer_device(p); /* -1 unless DEVICE or ASYNC memory */
     return GCOLL_EMU_OK;
   }
 #ifdef GPU_API_NO_CUDA

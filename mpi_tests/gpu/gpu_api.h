@@ -52,7 +52,8 @@ int gpu_device_count(int *n);
  * cudaFree(NULL)), so that the MPI and gcoll, initialized next, find it current. */
 int gpu_set_device(int dev);
 int gpu_get_device(int *dev);
-/* The device's name (the emulated GPU's: gpu_mode_name()). */
+/* The device's name (the emulated GPU's: gpu_mode_name(), with the device and its PCI bus id
+ * when a topology file gives it several devices). */
 int gpu_device_name(int dev, char *buf, size_t len);
 /* One line about the device: name, compute capability, memory, compute mode. */
 int gpu_device_describe(int dev, char *buf, size_t len);

@@ -40,8 +40,11 @@
 //   GpuMixed            ranks (and send/recv) with different memory kinds in one call
 //   GpuOffsets          buffers at odd element / byte offsets inside larger allocations
 //   GpuManaged          cudaMallocManaged buffers (run apart: see the test)
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <tuple>
@@ -1108,6 +1111,21 @@ TEST(GpuOffsets, OddByteOffsets) {
   for (size_t count : {size_t{7}, size_t{65539}})
     ok = dev_allreduce(*w, find_type(MPI_UINT8_T), MPI_SUM, count, false, next_seed(), l) && ok;
   EXPECT_ALL_RANKS(ok);
+}
+
+// On an emulated multi-GPU node (GCOLL_TOPO_FILE, topo_check.py sets
+// GCOLLTEST_NO_DENIED_IPC=1): gcoll never tried to map a peer's memory across a GPU pair
+// that the topology says cannot P2P (the emulation counts such opens, as CUDA would fail
+// them). Runs last (the file's last test), after every other test's calls.
+TEST(GpuTopology, NoIpcOpenAcrossDeniedPairs) {
+  const char *want = std::getenv("GCOLLTEST_NO_DENIED_IPC");
+  if (!want || std::strcmp(want, "1") != 0) GTEST_SKIP() << "GCOLLTEST_NO_DENIED_IPC=1 not set";
+  using Count = int (*)(void);
+  const auto denied = reinterpret_cast<Count>(dlsym(RTLD_DEFAULT, "gcoll_emu_denied_ipc_opens"));
+  ASSERT_NE(denied, nullptr) << "gcoll_emu_denied_ipc_opens not found";
+  const int n = denied();
+  if (n != 0) std::printf("rank %d: %d IPC opens across denied GPU pairs\n", world_rank(), n);
+  EXPECT_ALL_RANKS(n == 0);
 }
 
 }  // namespace

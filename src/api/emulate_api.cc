@@ -13,7 +13,34 @@ namespace emu = gcoll::cuda::emu;
 
 GCOLL_EMU_EXPORT int gcoll_emu_active(void) { return emu::active() ? 1 : 0; }
 
-GCOLL_EMU_EXPORT int gcoll_emu_device_count(void) { return emu::active() ? 1 : 0; }
+GCOLL_EMU_EXPORT int gcoll_emu_device_count(void) { return emu::active() ? emu::device_count() : 0; }
+
+GCOLL_EMU_EXPORT int gcoll_emu_set_device(int dev) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::set_device(dev);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_get_device(int *dev) {
+  if (!dev) return GCOLL_EMU_ERR_INVALID;
+  *dev = -1;
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  *dev = emu::current_device();
+  return GCOLL_EMU_OK;
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_can_access_peer(int dev, int peer) {
+  return emu::active() && emu::can_access_peer(dev, peer) ? 1 : 0;
+}
+
+GCOLL_EMU_EXPORT const char *gcoll_emu_device_pci_bus_id(int dev) {
+  return emu::active() ? emu::device_pci_bus_id(dev) : nullptr;
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_pointer_device(const void *p) { return emu::active() ? emu::pointer_device(p) : -1; }
+
+GCOLL_EMU_EXPORT int gcoll_emu_denied_ipc_opens(void) { return emu::active() ? emu::denied_ipc_opens() : 0; }
+
+GCOLL_EMU_EXPORT int gcoll_emu_broken_ipc_opens(void) { return emu::active() ? emu::broken_ipc_opens() : 0; }
 
 GCOLL_EMU_EXPORT int gcoll_emu_malloc(void **p, size_t bytes, int kind) {
   if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
@@ -47,7 +74,7 @@ GCOLL_EMU_EXPORT const char *gcoll_emu_error_string(int code) {
     case GCOLL_EMU_OK: return "success";
     case GCOLL_EMU_ERR_INACTIVE: return "the emulated GPU is not active (GCOLL_CUDA is not \"emulate\")";
     case GCOLL_EMU_ERR_NOMEM: return "out of memory";
-    case GCOLL_EMU_ERR_INVALID: return "invalid argument (pointer, memory kind or size)";
+    case GCOLL_EMU_ERR_INVALID: return "invalid argument (pointer, memory kind, size or device)";
   }
   return "unknown gcoll_emu error code";
 }

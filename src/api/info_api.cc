@@ -11,11 +11,14 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/uniform_settings.h"
+#include "coll/device_topo.h"
 #include "coll/engine.h"
 #include "coll/tune.h"
 #include "pmpi/comm_state.h"
 #include "net/transport.h"
 #include "pmpi/mpi_flavor.h"
+#include "topo/detect.h"
+#include "topo/topo_print.h"
 
 #define GCOLL_EXPORT __attribute__((visibility("default")))
 
@@ -113,6 +116,23 @@ GCOLL_EXPORT int gcoll_print_settings_markdown(FILE *out) {
     return print_markdown(out);
   } catch (...) {
     gcoll::log_exception("gcoll_print_settings_markdown");
+    return -1;
+  }
+}
+
+GCOLL_EXPORT int gcoll_print_topology(FILE *out, int ranks_per_gpu) {
+  try {
+    using namespace gcoll;
+    const topo::NodeTopo &t = topo::node_topology();
+    topo::PrintOptions o;
+    o.level = config().p2p_level;
+    o.p2p_disable = config().p2p_disable;
+    o.ranks_per_gpu = ranks_per_gpu > 0 ? ranks_per_gpu : 1;
+    std::string text = "node topology from " + topo::node_topology_source() + "\n\n" + topo::format_topology(t, o);
+    text += "\n" + device_paths_text(t, o.ranks_per_gpu * static_cast<int>(t.gpus.size()));
+    return std::fputs(text.c_str(), out) < 0 ? -1 : 0;
+  } catch (...) {
+    gcoll::log_exception("gcoll_print_topology");
     return -1;
   }
 }

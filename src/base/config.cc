@@ -368,7 +368,11 @@ ParsedConfig parse_config(const EnvList &env) {
 const char *foreign_env(const char *name) {
   static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "OMPI_MCA_mpi_yield_when_idle",
                                        // the launchers' rank, before MPI_Init (pmpi/load_check.cc)
-                                       "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+                                       "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                       // the launchers' local rank: the emulated GPU's device
+                                       // (cuda/emulate_machine.cc)
+                                       "OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                                       "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"};
   for (const char *k : kKnown)
     if (std::strcmp(k, name) == 0) return std::getenv(name);
   return nullptr;

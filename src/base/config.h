@@ -94,7 +94,9 @@ inline const Config &config() { return process_config().config; }
 // wins over the one gcoll makes for its UCX context, src/net/context.cc) and
 // OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc), and the
 // launchers' rank variables OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK (who prints the load
-// check's line before MPI_Init, pmpi/load_check.cc).
+// check's line before MPI_Init, pmpi/load_check.cc), and their local rank variables
+// OMPI_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID,
+// PMI_LOCAL_RANK (the emulated GPU's device, cuda/emulate_machine.cc).
 // The value, or nullptr when unset or when `name` is not one of those: every read of the
 // environment goes through this file.
 const char *foreign_env(const char *name);

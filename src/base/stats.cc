@@ -34,6 +34,12 @@ const char *counter_name(Counter c) {
     case Counter::PointerQueries: return "pointer_queries";
     case Counter::KindCacheHits: return "kind_cache_hits";
     case Counter::Deviations: return "deviations";
+    case Counter::TopoOneGpu: return "device_topology_one_gpu";
+    case Counter::TopoNvlink: return "device_topology_nvlink";
+    case Counter::TopoPcie: return "device_topology_pcie";
+    case Counter::TopoIslands: return "device_topology_islands";
+    case Counter::TopoNoP2p: return "device_topology_no_p2p";
+    case Counter::P2pProbeFailures: return "p2p_probe_failures";
     case Counter::kCount: break;
   }
   return "?";

@@ -47,7 +47,25 @@ constexpr int kMaxAlgos = 32;                            // engine algorithms, b
 //   KindCacheHits:  buffers classified from the memory-kind cache, without a query;
 //   Deviations:     engine calls in which this rank's buffers were not of the agreed
 //                   kind and were copied to a buffer that is (src/coll/deviate.cc).
-enum class Counter : int { HiddenMpi = 0, Agreements, PointerQueries, KindCacheHits, Deviations, kCount };
+//   Topo*:          device spaces created, by the topology class of the rank's node
+//                   (topo/node_topo.h: TopoClass; coll/device_topo.h): one per rank and
+//                   communicator that set up the device engine;
+//   P2pProbeFailures: GPU pairs whose P2P failed the data probe (coll/device_topo.cc),
+//                   counted by the node's first rank of each communicator that probed them.
+enum class Counter : int {
+  HiddenMpi = 0,
+  Agreements,
+  PointerQueries,
+  KindCacheHits,
+  Deviations,
+  TopoOneGpu,
+  TopoNvlink,
+  TopoPcie,
+  TopoIslands,
+  TopoNoP2p,
+  P2pProbeFailures,
+  kCount
+};
 constexpr int kLibCounters = static_cast<int>(Counter::kCount);
 const char *counter_name(Counter c);  // "hidden_mpi_calls", ... (the JSON keys)
 constexpr int kLibBase = kFields * kColls + kMaxAlgos;  // where they lie in the flat vector

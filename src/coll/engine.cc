@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "boot/bootstrap.h"
 #include "coll/algorithms.h"
+#include "coll/device_topo.h"
 #include "mem/cuda_space.h"
 #include "mem/host_space.h"
 #include "coll/tune.h"
@@ -24,6 +25,11 @@ namespace {
 // Below this, UCX sends messages eagerly (its rendezvous thresholds are 8 KiB and more
 // unless UCX_RNDV_THRESH is lowered below this).
 constexpr std::size_t kRendezvousMinBytes = 1024;
+
+// The stats' counter of a device topology class (base/stats.h).
+Counter topo_counter(topo::TopoClass c) {
+  return static_cast<Counter>(static_cast<int>(Counter::TopoOneGpu) + static_cast<int>(c));
+}
 
 // engine_set_concurrent_threads (engine.h).
 std::atomic<bool> g_concurrent_threads{true};
@@ -135,8 +141,35 @@ bool device_net_vote(const char **why) {
 // The device space (collective over the node) and, across nodes, the rail for device
 // memory; then every rank of the communicator agrees on the outcome and on the way across
 // the network. Collective over the communicator; the outcome is the same on every rank.
+// First the device topology (coll/device_topo.h): where a node's GPUs form several P2P
+// islands, the device engine runs on a topology of its own whose nodes are the islands,
+// with rails of its own (host memory between the islands of one node).
 Status Engine::create_device_space(int gpu) {
   const Config &c = config();
+  DeviceTopology dt;
+  Status st = without_exceptions("device topology", [&] { return discover_device_topology(comm, topo, gpu, timeout_s, &dt); });
+  if (st == Status::ErrComm) return st;
+  device_class = static_cast<int>(dt.node.cls);
+  net::Channel *host_rail = rail.get();
+  ucx::Group *group_of_rail = rail_group;
+  if (ok(st) && dt.split) {
+    island_topo = std::move(dt.topo);
+    if (island_topo->num_nodes > 1 && island_topo->rail_comm != MPI_COMM_NULL)
+      st = without_exceptions("device rails between islands", [&] {
+        ucx::Options uo;
+        uo.flush_owed_on_wait = false;
+        ucx::init(uo);
+        std::unique_ptr<ucx::Group> group;
+        Status s2 = ucx::Group::create(island_topo->rail_comm, &group);
+        if (!ok(s2)) return s2;
+        island_rail_group = group.get();
+        island_rail = std::make_unique<ucx::GroupChannel>(std::move(group));
+        return Status::Ok;
+      });
+    host_rail = island_rail.get();
+    group_of_rail = island_rail_group;
+  }
+  const Topology &t = island_topo ? *island_topo : topo;
   CudaSpaceOptions o;
   o.device = gpu;
   o.bank_bytes = c.device_chunk_size;
@@ -144,19 +177,20 @@ Status Engine::create_device_space(int gpu) {
   o.ipc_cache_bytes = c.ipc_cache_size;
   // Across nodes the bank algorithms run (the fused ops are one node's), and they need
   // the banks and the work area that a space which fuses does not have.
-  o.fused = topo.num_nodes > 1 ? FusedMode::Off : c.device_fused;
-  Status st = without_exceptions("device engine setup", [&] { return create_cuda_space(topo.node_comm, o, &device_space); });
+  o.fused = t.num_nodes > 1 ? FusedMode::Off : c.device_fused;
+  if (ok(st))
+    st = without_exceptions("device engine setup", [&] { return create_cuda_space(t.node_comm, o, &device_space); });
   // Across nodes, on ranks with a rail: the pipelined channel (always possible, the
   // fallback) now; whether this rank could go direct (UCX on CUDA memory).
   std::unique_ptr<net::Channel> staged;
   int direct_ok = 1;  // ranks without a rail do not vote against it
   const char *why = "this rank has no rail";
-  if (ok(st) && rail) {
+  if (ok(st) && host_rail) {
     st = without_exceptions("device network setup", [&] {
       net::StagedOptions so;
       so.device = gpu;
       so.piece_bytes = c.device_net_chunk;
-      auto ch = std::make_unique<net::StagedChannel>(rail.get(), cuda::runtime(), so);
+      auto ch = std::make_unique<net::StagedChannel>(host_rail, cuda::runtime(), so);
       const Status s2 = ch->init();
       if (ok(s2)) staged = std::move(ch);
       return s2;
@@ -174,23 +208,34 @@ Status Engine::create_device_space(int gpu) {
     device_space.reset();
     return Status::NotSupported;
   }
-  if (topo.num_nodes > 1) {
+  device_topo = &t;
+  device_host_rail = host_rail;
+  if (t.num_nodes > 1) {
     device_net = v[1] ? DeviceNet::Direct : DeviceNet::Pipelined;
     if (c.device_net == DeviceNetMode::Direct && !v[1] && topo.rank == 0)
       GCOLL_WARN("GCOLL_DEVICE_NET=direct: UCX does not support CUDA memory on every rank; device calls across "
                  "nodes go pipelined through pinned host memory");
-    if (rail) {
+    if (host_rail) {
       if (device_net == DeviceNet::Pipelined)
         device_rail = std::move(staged);
       else if (c.cuda_emulate)
-        device_rail = std::make_unique<net::ViewChannel>(rail.get(), cuda::emu::transport_view);
+        device_rail = std::make_unique<net::ViewChannel>(host_rail, cuda::emu::transport_view);
       else
-        device_rail = std::make_unique<ucx::GroupChannel>(*rail_group, ucx::Memory::Cuda);
+        device_rail = std::make_unique<ucx::GroupChannel>(*group_of_rail, ucx::Memory::Cuda);
     }
     GCOLL_INFO("device engine on communicator #%llu: across %d nodes %s (%s%s)", static_cast<unsigned long long>(id),
-               topo.num_nodes, device_net_name(device_net), why,
+               t.num_nodes, device_net_name(device_net), why,
                device_net == DeviceNet::Pipelined && v[1] == 0 && direct_ok ? "; another rank cannot go direct" : "");
   }
+  if (topo.local_rank == 0)
+    GCOLL_INFO("device topology on communicator #%llu, node %d: GPU %s, %s, %d P2P island%s%s%s",
+               static_cast<unsigned long long>(id), topo.node, dt.gpu_bus_id.empty() ? "?" : dt.gpu_bus_id.c_str(),
+               topo::topo_class_name(dt.node.cls), dt.node.count, dt.node.count == 1 ? "" : "s",
+               dt.split ? " (the device engine's nodes are the islands)" : "",
+               dt.probe_failures ? ", P2P probe failed on some pairs" : "");
+  process_stats().count(topo_counter(dt.node.cls));
+  // Once per node and communicator (every rank of the node found the same pairs).
+  if (dt.probe_failures && topo.local_rank == 0) process_stats().count(Counter::P2pProbeFailures, dt.probe_failures);
   return Status::Ok;
 }
 
@@ -200,6 +245,8 @@ Status Engine::select_space(MemKind mem, int gpu) {
     work = scratch.data();
     chunk_bytes = space->capacity();
     channel = rail.get();
+    call_topo = &topo;
+    call_host_rail = rail.get();
     return Status::Ok;
   }
   std::unique_lock<std::mutex> lock(device_mu, std::defer_lock);
@@ -211,7 +258,7 @@ Status Engine::select_space(MemKind mem, int gpu) {
       device_state = DeviceState::Ready;
       device = gpu;
       GCOLL_INFO("device engine on communicator #%llu: GPU %d, %d local ranks", static_cast<unsigned long long>(id),
-                 gpu, topo.local_size);
+                 gpu, device_topo->local_size);
     } else {
       device_state = DeviceState::Unavailable;
     }
@@ -221,6 +268,8 @@ Status Engine::select_space(MemKind mem, int gpu) {
   work = space->work_area();
   chunk_bytes = space->capacity();
   channel = device_rail.get();
+  call_topo = device_topo;
+  call_host_rail = device_host_rail;
   return Status::Ok;
 }
 
@@ -235,19 +284,20 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   // algorithm's supports() before anything is published: the call is staged (device) or
   // given to the MPI (host), on every rank alike.
   call.reducible = a.coll != Coll::Allreduce || space->can_reduce(a.dtype, a.op);
-  const Algorithm *algo = select_algorithm(user_tune_rules(), call, topo);
+  const Topology &t = *call_topo;
+  const Algorithm *algo = select_algorithm(user_tune_rules(), call, t);
   if (!algo || !algo->run) return Status::NotSupported;  // no algorithm, or @staged: the caller stages it
-  const std::uint64_t intra0 = space->bytes_published, inter0 = rail ? rail->bytes_sent() : 0;
+  const std::uint64_t intra0 = space->bytes_published, inter0 = call_host_rail ? call_host_rail->bytes_sent() : 0;
   call_steps = 0;
   space->begin_call();
-  CallContext ctx{topo, space, channel, work, chunk_bytes, timeout_s, seq, call_steps};
+  CallContext ctx{t, space, channel, work, chunk_bytes, timeout_s, seq, call_steps};
   st = algo->run(ctx, call);
   if (ok(st)) st = space->finish();
   // A rank whose receives completed may still owe its senders the acknowledgement of a
   // rendezvous, which only its own progress sends. Leave only when every rail peer is
   // done: then nobody waits for us. Small messages go eagerly and owe nothing. (The
   // condition is rank-uniform: the same size on every rank of the rail.)
-  if (a.mem == MemKind::Device && topo.num_nodes > 1) {
+  if (a.mem == MemKind::Device && t.num_nodes > 1) {
     // Device calls across nodes end with an agreement of the whole communicator on the
     // outcome: a rank whose part failed (a device error on its GPU) makes the call fail on
     // every rank instead of leaving other nodes with a result that lacks its part. It
@@ -261,7 +311,7 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   rec->algo = algorithm_index(algo);
   rec->inter_steps = call_steps;
   rec->intra = space->bytes_published - intra0;
-  rec->inter = (rail ? rail->bytes_sent() : 0) - inter0;
+  rec->inter = (call_host_rail ? call_host_rail->bytes_sent() : 0) - inter0;
   GCOLL_TRACE("%s on communicator #%llu: @%s, %s memory, %zu bytes, intra %llu, inter %llu", coll_name(a.coll),
               static_cast<unsigned long long>(id), algo->name, a.mem == MemKind::Device ? "device" : "host",
               a.bytes(), static_cast<unsigned long long>(rec->intra), static_cast<unsigned long long>(rec->inter));
@@ -278,7 +328,10 @@ const char *device_net_name(Engine::DeviceNet w) {
 }
 
 // The device rail goes first: it may be a view of the UCX group that `rail` owns.
-Engine::~Engine() { device_rail.reset(); }
+Engine::~Engine() {
+  device_rail.reset();
+  island_rail.reset();
+}
 
 void engine_shutdown() { ucx::finalize(); }
 

@@ -71,7 +71,18 @@ struct Engine {
   // UCX group as `rail`.
   std::unique_ptr<net::Channel> device_rail;
   enum class DeviceNet { None, Direct, Pipelined } device_net = DeviceNet::None;
+  // The device engine's topology (coll/device_topo.h, found with the device space): `topo`
+  // itself where every node's GPUs are one P2P island; else its own, each island a node,
+  // with its own rails (UCX between the islands of a node too: host memory).
+  const Topology *device_topo = &topo;
+  std::unique_ptr<Topology> island_topo;        // device_topo when the islands split nodes
+  std::unique_ptr<net::Channel> island_rail;    // host-memory rail channel of island_topo
+  ucx::Group *island_rail_group = nullptr;
+  net::Channel *device_host_rail = nullptr;     // the host-memory channel under device_rail
+  int device_class = -1;                        // topo::TopoClass of my node's GPUs (stats, logs)
   net::Channel *channel = nullptr;   // the current call's rail channel (rail or device_rail)
+  const Topology *call_topo = &topo; // the current call's topology (topo or *device_topo)
+  net::Channel *call_host_rail = nullptr;  // the host-memory channel of the current call (byte counts)
   std::size_t chunk_bytes = 0;       // pipeline chunk (<= space->capacity())
   double timeout_s = 0;
   std::uint32_t seq = 0;             // chunks run on this communicator (tags)

@@ -4,6 +4,8 @@
 //     memory), allocation, the error messages;
 //   - emulate_streams.*: streams and events (one worker thread per stream runs queued
 //     operations in order, each after a random delay), the process's state;
+//   - emulate_machine.*: the devices (one, or a topology file's), current devices, peer
+//     access between them;
 //   - emulate_ipc.cc: the Driver (pointer queries, CUDA IPC between processes);
 //   - emulate_runtime.cc: the Runtime; emulate_fused.*: the fused one-shot kernel;
 //   - this file: the emu:: functions behind include/gcoll/gcoll_emulate.h.
@@ -16,6 +18,7 @@
 #include <new>
 
 #include "base/config.h"
+#include "cuda/emulate_machine.h"
 #include "cuda/emulate_streams.h"
 #include "kernels/host_reduce.h"
 
@@ -86,6 +89,35 @@ int pointer_kind(const void *p) {
   Range r;
   return state().registry.find(p, &base, &r) ? r.kind : -1;
 }
+
+int pointer_device(const void *p) {
+  std::uintptr_t base = 0;
+  Range r;
+  return state().registry.find(p, &base, &r) && r.device() ? r.dev : -1;
+}
+
+int device_count() { return machine().count(); }
+
+int current_device() { return emu_impl::current_device(); }
+
+int set_device(int dev) { return set_current_device(dev) ? GCOLL_EMU_OK : GCOLL_EMU_ERR_INVALID; }
+
+bool can_access_peer(int dev, int peer) { return peer_hardware(dev, peer); }
+
+const char *device_pci_bus_id(int dev) {
+  return valid_device(dev) ? machine().bus_ids[static_cast<std::size_t>(dev)].c_str() : nullptr;
+}
+
+namespace {
+int saturated(const std::atomic<std::uint64_t> &c) {
+  const std::uint64_t v = c.load(std::memory_order_relaxed);
+  return v > static_cast<std::uint64_t>(INT32_MAX) ? INT32_MAX : static_cast<int>(v);
+}
+}  // namespace
+
+int denied_ipc_opens() { return saturated(g_denied_ipc_opens); }
+
+int broken_ipc_opens() { return saturated(g_broken_ipc_opens); }
 
 void set_delay_for_testing(int max_us) { g_delay_override.store(max_us < 0 ? -1 : max_us, std::memory_order_relaxed); }
 

@@ -7,6 +7,27 @@
 //   - IPC handles name the exporter's memfd (/proc/<pid>/fd/<fd>), so peer processes map
 //     the same bytes, as cuIpcOpenMemHandle does; a handle whose allocation was freed
 //     fails to open.
+//   - Devices (emulate_machine.h): one, as always, unless GCOLL_TOPO_FILE names a
+//     topology file (topo/topo_xml.h) that can be read: then the machine has the file's N
+//     GPUs, ordinal i being NodeTopo::gpus[i], each with the file's PCI bus id, a uuid
+//     made from it (the same in every process, different per GPU) and the same SM count.
+//     A file that cannot be read gives one warning and the one device. Each process's
+//     default device is local_rank % N (the launcher's local rank: the first of
+//     OMPI_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+//     SLURM_LOCALID, PMI_LOCAL_RANK that is set; 0 when none is), as OSU's benchmarks
+//     choose; set_device changes the calling thread's current device only, as in CUDA.
+//     Device memory is allocated on the calling thread's current device (PtrInfo::ordinal);
+//     an IPC mapping belongs to the device it was opened into.
+//   - Peer access is the file's machine's (topo::p2p_hardware: can_access_peer). An IPC
+//     handle records its exporter's device; opening it into a device that cannot reach
+//     that one fails, as on such hardware ("peer access is not supported between GPU
+//     <bus> and GPU <bus> (topology file)"), and counts in denied_ipc_opens(). Across a
+//     pair the file marks broken (topo::p2p_broken) the open succeeds, but maps a private
+//     copy of the exporter's bytes as they were at the open: the importer's writes never
+//     reach the owner and the owner's later writes never reach the importer, as when peer
+//     writes land in a VM's private copy; only a data probe can tell (broken_ipc_opens()
+//     counts them). The same device, or a pair with peer access: the same bytes, as
+//     without a file.
 //   - Streams run their work later, on one worker thread each, after a random delay
 //     (GCOLL_EMU_DELAY): a missing wait gives a wrong result instead of a lucky one.
 //   - Reductions run the host kernels (kernels/host_reduce.h) on the shadow views.
@@ -47,6 +68,22 @@ int memset(void *p, int value, std::size_t bytes);
 int device_synchronize();
 // The kind of the allocation that contains p (an IPC mapping counts as DEVICE), or -1.
 int pointer_kind(const void *p);
+// The device of the device allocation (or IPC mapping) that contains p, or -1.
+int pointer_device(const void *p);
+
+// The emulated machine's devices (see the file comment): how many (1 without a topology
+// file), the calling thread's current one, making one current (GCOLL_EMU_ERR_INVALID when
+// there is no such device), whether `dev` can map memory of `peer`, and the PCI bus id of
+// a device ("0000:07:00.0"; nullptr when there is no such device).
+int device_count();
+int current_device();
+int set_device(int dev);
+bool can_access_peer(int dev, int peer);
+const char *device_pci_bus_id(int dev);
+// IPC opens refused for want of peer access, and opens across a broken pair, since the
+// process started.
+int denied_ipc_opens();
+int broken_ipc_opens();
 // Largest random delay of a queued operation, in microseconds, for operations queued from
 // now on; overrides config().emu_delay_us (-1 restores it).
 void set_delay_for_testing(int max_us);

@@ -1,6 +1,9 @@
 // The emulated GPU's driver (emulate.h): pointer queries from the registry, and CUDA IPC
-// between processes as memfds that peers reopen through /proc/<pid>/fd/<fd>.
+// between processes as memfds that peers reopen through /proc/<pid>/fd/<fd>, with the
+// peer access of the topology file's machine (emulate_machine.h): refused between GPUs
+// without it, a private copy across a broken pair.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 
 #include "base/log.h"
 #include "cuda/emulate.h"
+#include "cuda/emulate_machine.h"
 #include "cuda/emulate_streams.h"
 
 namespace gcoll {
@@ -32,6 +36,35 @@ bool names_allocation(int fd, int pid, std::uint64_t id) {
   // A memfd reads as "/memfd:<name> (deleted)": it never had a directory entry.
   return std::strncmp(target, want, static_cast<std::size_t>(w)) == 0 &&
          (target[w] == '\0' || std::strcmp(target + w, " (deleted)") == 0);
+}
+
+// A new memfd holding the first `len` bytes of `fd` as they are now: what an importer
+// across a broken pair maps, so that it reads the bytes of the moment of the open and its
+// writes never reach the owner (as when peer writes land in a VM's private copy). -1
+// (last_error set) on failure.
+int private_copy(int fd, std::size_t len, int pid, std::uint64_t id) {
+  char name[80];
+  std::snprintf(name, sizeof name, "gcoll-emu-copy-%d-%llu", pid, static_cast<unsigned long long>(id));
+  const int copy = memfd_create(name, MFD_CLOEXEC);
+  if (copy < 0) {
+    set_error("emulated GPU: memfd_create failed: %s", std::strerror(errno));
+    return -1;
+  }
+  void *from = MAP_FAILED, *to = MAP_FAILED;
+  if (ftruncate(copy, static_cast<off_t>(len)) == 0) {
+    from = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+    to = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, copy, 0);
+  }
+  const bool good = from != MAP_FAILED && to != MAP_FAILED;
+  if (good) std::memcpy(to, from, len);
+  else set_error("emulated GPU: copying %zu bytes of an IPC mapping failed: %s", len, std::strerror(errno));
+  if (from != MAP_FAILED) munmap(from, len);
+  if (to != MAP_FAILED) munmap(to, len);
+  if (!good) {
+    close(copy);
+    return -1;
+  }
+  return copy;
 }
 
 class EmuDriver final : public Driver {
@@ -67,7 +100,7 @@ class EmuDriver final : public Driver {
     out->hi = base + (r.size ? r.size : 1);
     if (!r.device()) return Status::Ok;  // managed, pinned: host memory to gcoll
     out->device = true;
-    out->ordinal = 0;
+    out->ordinal = r.dev;
     out->base = base;
     out->size = r.size;
     out->buffer_id = r.id;
@@ -85,7 +118,8 @@ class EmuDriver final : public Driver {
                  reinterpret_cast<void *>(base));
       return Status::ErrInternal;
     }
-    IpcPayload pl{kHandleMagic, static_cast<std::int32_t>(getpid()), r.fd, 0, r.size, r.id};
+    IpcPayload pl{kHandleMagic, static_cast<std::int32_t>(getpid()), r.fd, static_cast<std::uint32_t>(r.dev),
+                  r.size, r.id};
     std::memset(out->bytes, 0, sizeof out->bytes);
     std::memcpy(out->bytes, &pl, sizeof pl);
     return Status::Ok;
@@ -104,18 +138,38 @@ class EmuDriver final : public Driver {
       GCOLL_WARN("emulated GPU: IPC handle exported by this very process: CUDA IPC works between processes only");
       return Status::ErrInternal;
     }
+    // Into the calling thread's current device, as cuIpcOpenMemHandle maps into the
+    // current context: that device must reach the exporter's (a handle of a device this
+    // machine does not have, from a process that read another file: as if the same).
+    const int dev = current_device();
+    const int from = static_cast<int>(pl.device);
+    const bool other_device = valid_device(from) && from != dev;
+    if (other_device && !peer_hardware(dev, from)) {
+      g_denied_ipc_opens.fetch_add(1, std::memory_order_relaxed);
+      const Machine &m = machine();
+      set_error("emulated GPU: peer access is not supported between GPU %s and GPU %s (topology file)",
+                m.bus_ids[static_cast<std::size_t>(dev)].c_str(), m.bus_ids[static_cast<std::size_t>(from)].c_str());
+      GCOLL_WARN("%s", error_text());
+      return Status::ErrInternal;
+    }
+    const bool broken = other_device && peer_broken(dev, from);
     const std::pair<int, std::uint64_t> origin{pl.pid, pl.id};
     Registry &reg = state().registry;
-    if (reg.reopen(origin, out)) return Status::Ok;
+    if (reg.reopen(origin, broken ? dev : -1, out)) {
+      if (broken) g_broken_ipc_opens.fetch_add(1, std::memory_order_relaxed);
+      return Status::Ok;
+    }
 
     Range r;
     r.size = static_cast<std::size_t>(pl.size);
     r.map_len = mapped_length(r.size);
     r.kind = GCOLL_EMU_MEM_DEVICE;
+    r.dev = dev;
     r.id = reg.next_id();  // a buffer ID of this process, as the driver gives an IPC mapping
     r.imported = true;
     r.refs = 1;
     r.origin = origin;
+    r.copy_of = broken ? dev : -1;
     // Opening /proc/<pid>/fd/<fd> reopens the exporter's memfd (same-user processes may;
     // ptrace read access is what the kernel checks).
     char path[64];
@@ -135,9 +189,20 @@ class EmuDriver final : public Driver {
       close(fd);
       return Status::ErrInternal;
     }
+    int mfd = fd;
+    if (broken) {
+      // The pair's peer access is broken (topology file): the open succeeds, as it does on
+      // such hardware, but what the importer reads and writes is not the owner's memory.
+      mfd = private_copy(fd, r.map_len, static_cast<int>(pl.pid), pl.id);
+      close(fd);
+      if (mfd < 0) {
+        GCOLL_WARN("%s", error_text());
+        return Status::ErrNoMem;
+      }
+    }
     void *view = nullptr;
-    const bool mapped = map_device(fd, r.map_len, &view, &r.shadow);
-    close(fd);  // the mapping keeps the memory
+    const bool mapped = map_device(mfd, r.map_len, &view, &r.shadow);
+    close(mfd);  // the mapping keeps the memory
     if (!mapped) {
       GCOLL_WARN("%s", error_text());
       return Status::ErrNoMem;
@@ -148,6 +213,7 @@ class EmuDriver final : public Driver {
       return Status::ErrNoMem;
     }
     if (*out != view) unmap(b, r);  // another thread mapped it first
+    if (broken) g_broken_ipc_opens.fetch_add(1, std::memory_order_relaxed);
     return Status::Ok;
   }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 
+#include "cuda/emulate_machine.h"
 #include "cuda/emulate_streams.h"
 
 namespace gcoll {
@@ -101,6 +102,7 @@ int allocate(void **p, std::size_t bytes, int kind) {
   r.id = reg.next_id();
   void *base = nullptr;
   if (r.device()) {
+    r.dev = current_device();  // cudaMalloc allocates on the calling thread's device
     // The name is what an importer checks (ipc_open): pid and buffer ID together are
     // never reused while the exporter lives.
     char name[64];

@@ -10,6 +10,7 @@
 #include <map>
 #include <shared_mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "base/status.h"
@@ -37,12 +38,16 @@ struct Range {
   std::size_t size = 0;              // requested bytes
   std::size_t map_len = 0;           // mapped bytes: whole pages, at least one
   int kind = -1;                     // gcoll_emu_mem (an IPC mapping is DEVICE)
+  int dev = -1;                      // device kinds: the device it was allocated on (an IPC
+                                     // mapping: the one it was opened into)
   std::uint64_t id = 0;              // buffer ID: process-unique, never reused
   unsigned char *shadow = nullptr;   // device memory: the read-write view; null for host kinds
   int fd = -1;                       // own device memory: the memfd, kept open for IPC importers
   bool imported = false;             // an IPC mapping of a peer's allocation
   int refs = 0;                      // imported: ipc_open calls not yet closed (as the driver counts)
   std::pair<int, std::uint64_t> origin{};  // imported: the exporter's (pid, buffer ID)
+  int copy_of = -1;                  // imported across a broken pair: a private copy made for
+                                     // this device (else -1: the exporter's bytes themselves)
 
   bool device() const { return is_device_kind(kind); }
   bool ipc_capable() const { return kind == GCOLL_EMU_MEM_DEVICE && !imported; }
@@ -54,7 +59,8 @@ struct IpcPayload {
   std::uint32_t magic;
   std::int32_t pid;
   std::int32_t fd;
-  std::uint32_t reserved;
+  std::uint32_t device;  // the exporter's device: its ordinal, the index of its GPU in the
+                         // topology file (0 without one)
   std::uint64_t size;
   std::uint64_t id;
 };
@@ -139,10 +145,11 @@ class Registry {
     return true;
   }
 
-  // An IPC mapping of (pid, id) already open here: one more reference to it.
-  bool reopen(std::pair<int, std::uint64_t> origin, void **out) {
+  // An IPC mapping of (pid, id) already open here (the exporter's bytes when copy_of is
+  // -1, else the private copy made for device copy_of): one more reference to it.
+  bool reopen(std::pair<int, std::uint64_t> origin, int copy_of, void **out) {
     std::unique_lock<std::shared_mutex> lk(mu_);
-    auto im = imports_.find(origin);
+    auto im = imports_.find(ImportKey{origin.first, origin.second, copy_of});
     if (im == imports_.end()) return false;
     ++ranges_.at(im->second).refs;
     *out = reinterpret_cast<void *>(im->second);
@@ -155,7 +162,8 @@ class Registry {
   bool add_import(std::uintptr_t base, const Range &r, void **out) {
     try {
       std::unique_lock<std::shared_mutex> lk(mu_);
-      auto im = imports_.find(r.origin);
+      const ImportKey key = import_key(r);
+      auto im = imports_.find(key);
       if (im != imports_.end()) {
         ++ranges_.at(im->second).refs;
         *out = reinterpret_cast<void *>(im->second);
@@ -163,7 +171,7 @@ class Registry {
       }
       ranges_.emplace(base, r);
       try {
-        imports_.emplace(r.origin, base);
+        imports_.emplace(key, base);
       } catch (const std::bad_alloc &) {
         ranges_.erase(base);
         throw;
@@ -186,7 +194,7 @@ class Registry {
     *last = --it->second.refs == 0;
     if (*last) {
       *out = it->second;
-      imports_.erase(it->second.origin);
+      imports_.erase(import_key(it->second));
       ranges_.erase(it);
       changed();  // before the caller unmaps it
     }
@@ -225,6 +233,10 @@ class Registry {
   std::atomic<std::uint64_t> epoch{1};
 
  private:
+  // An exporter's (pid, buffer ID) and the mapping's copy_of.
+  using ImportKey = std::tuple<int, std::uint64_t, int>;
+  static ImportKey import_key(const Range &r) { return ImportKey{r.origin.first, r.origin.second, r.copy_of}; }
+
   void changed() { epoch.fetch_add(1, std::memory_order_acq_rel); }
 
   // The range whose mapping contains address a, or end(). Caller holds mu_.
@@ -237,7 +249,7 @@ class Registry {
 
   mutable std::shared_mutex mu_;
   std::map<std::uintptr_t, Range> ranges_;                         // by base address
-  std::map<std::pair<int, std::uint64_t>, std::uintptr_t> imports_;  // exporter (pid, id) -> base
+  std::map<ImportKey, std::uintptr_t> imports_;  // exporter (pid, id), copy_of -> base
   std::atomic<std::uint64_t> next_id_{1};
 };
 

@@ -1,5 +1,5 @@
-// The emulated GPU's runtime (emulate.h): one device, streams and events, copies and
-// reductions on the shadow views, the fused kernel.
+// The emulated GPU's runtime (emulate.h): its devices (emulate_machine.h), streams and
+// events, copies and reductions on the shadow views, the fused kernel.
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "cuda/emulate.h"
 #include "cuda/emulate_fused.h"
+#include "cuda/emulate_machine.h"
 #include "cuda/emulate_streams.h"
 #include "kernels/host_reduce.h"
 #include "kernels/types.h"
@@ -28,12 +29,10 @@ class EmuRuntime final : public Runtime {
  public:
   const char *name() const override { return "emulated GPU"; }
 
-  int current_device() override { return 0; }
-  Status set_device(int dev) override {
-    if (dev == 0) return Status::Ok;
-    set_error("emulated GPU: no device %d (there is one, 0)", dev);
-    return Status::ErrArg;
-  }
+  int current_device() override { return emu_impl::current_device(); }
+  Status set_device(int dev) override { return set_current_device(dev) ? Status::Ok : Status::ErrArg; }
+  int device_count() override { return machine().count(); }
+  bool can_access_peer(int dev, int peer) override { return peer_hardware(dev, peer); }
 
   Status stream_create(Stream *s) override {
     EmuStream *es = state().create_stream();
@@ -183,12 +182,12 @@ class EmuRuntime final : public Runtime {
 
   Status device_info(int dev, DeviceInfo *out) override {
     *out = DeviceInfo{};
-    if (dev != 0) {
-      set_error("emulated GPU: no device %d (there is one, 0)", dev);
-      return Status::ErrArg;
-    }
-    static const char kUuid[16] = "gcoll-emu-gpu-0";
-    std::memcpy(out->uuid, kUuid, sizeof out->uuid);
+    if (!check_device(dev)) return Status::ErrArg;
+    const Machine &m = machine();
+    const auto i = static_cast<std::size_t>(dev);
+    std::memcpy(out->uuid, m.uuids[i].data(), sizeof out->uuid);
+    const std::string &bus = m.bus_ids[i];
+    if (bus.size() < sizeof out->pci_bus_id) std::memcpy(out->pci_bus_id, bus.c_str(), bus.size() + 1);
     out->sm_count = kEmuSms;
     out->mps = 1;  // every process's stream work runs at once, as under MPS
     return Status::Ok;

@@ -21,6 +21,8 @@ class NoRuntime final : public Runtime {
   const char *name() const override { return "none"; }
   int current_device() override { return -1; }
   Status set_device(int) override { return Status::NotSupported; }
+  int device_count() override { return 0; }
+  bool can_access_peer(int, int) override { return false; }
   Status stream_create(Stream *s) override {
     *s = nullptr;
     return Status::NotSupported;

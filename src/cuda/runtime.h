@@ -7,7 +7,8 @@
 //     src/kernels/cuda_reduce*.cu), and
 //   - the emulated GPU of GCOLL_CUDA=emulate (emulate.cc, a testing mode): device memory
 //     the CPU cannot touch, IPC between processes, and streams whose work really runs
-//     later, on worker threads, so that a missing wait gives a wrong result in CI.
+//     later, on worker threads, so that a missing wait gives a wrong result in CI; one
+//     device, or the GPUs of a topology file (GCOLL_TOPO_FILE) with its peer access.
 // Pointer classification and IPC handles are the Driver's (device.h).
 #pragma once
 
@@ -24,10 +25,13 @@ namespace cuda {
 using Stream = void *;
 using Event = void *;
 
-// What decides whether ranks sharing a GPU may spin on it (the fused one-shot).
+// What decides whether ranks sharing a GPU may spin on it (the fused one-shot), and where
+// the GPU sits in the node's topology (topo/node_topo.h keys GPUs by PCI bus id).
 struct DeviceInfo {
   unsigned char uuid[16] = {};  // the physical GPU (the same in every process, whatever
                                 // CUDA_VISIBLE_DEVICES maps it to)
+  char pci_bus_id[16] = {};     // "0000:07:00.0": lower case, domain included
+                                // (topo::pci_bus_id_normalise); empty when unknown
   int sm_count = 0;
   int mps = -1;  // 1: this process's work on it runs under MPS (cudaDevAttrMpsEnabled);
                  // 0: it does not; -1: cannot tell (a driver older than the attribute)
@@ -39,9 +43,17 @@ class Runtime {
   // "CUDA" or "emulated GPU" (logs, gcoll_info).
   virtual const char *name() const = 0;
 
-  // The calling thread's current device (-1 when it cannot be had) / makes `dev` current.
+  // The calling thread's current device (-1 when it cannot be had) / makes `dev` current
+  // for the calling thread (a thread that never set one uses the process's: CUDA's
+  // device 0; the emulation's local_rank % device_count(), emulate.h).
   virtual int current_device() = 0;
   virtual Status set_device(int dev) = 0;
+  // Devices this process sees (cudaGetDeviceCount; 0 when it cannot be had).
+  virtual int device_count() = 0;
+  // Whether device `dev` can map memory of device `peer` (cudaDeviceCanAccessPeer); a
+  // device always reaches itself; false for devices that are not there. What the
+  // hardware says, before gcoll's own policy (GCOLL_P2P_LEVEL) and data probe.
+  virtual bool can_access_peer(int dev, int peer) = 0;
 
   // Streams that do not synchronise implicitly with the legacy default stream
   // (cudaStreamNonBlocking). Work queued on one runs in order, asynchronously.
@@ -82,7 +94,7 @@ class Runtime {
   virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count,
                         Stream s) = 0;
 
-  // Identity, SM count and MPS state of device `dev`.
+  // Identity (uuid, PCI bus id), SM count and MPS state of device `dev`.
   virtual Status device_info(int dev, DeviceInfo *out) = 0;
 
   // The fused one-shot collectives (kernels/fused.h): queues the kernel of one op on `s`

@@ -5,9 +5,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "cuda/runtime.h"
 #include "kernels/cuda_reduce.cuh"
+#include "topo/node_topo.h"
 
 namespace gcoll {
 namespace cuda {
@@ -42,6 +44,22 @@ class CudaRuntime final : public Runtime {
     return d;
   }
   Status set_device(int dev) override { return check(cudaSetDevice(dev), "cudaSetDevice"); }
+  int device_count() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }
+  bool can_access_peer(int dev, int peer) override {
+    const int n = device_count();
+    if (dev < 0 || peer < 0 || dev >= n || peer >= n) return false;
+    if (dev == peer) return true;  // cudaDeviceCanAccessPeer answers 0 for a device and itself
+    int can = 0;
+    if (!ok(check(cudaDeviceCanAccessPeer(&can, dev, peer), "cudaDeviceCanAccessPeer"))) return false;
+    return can != 0;
+  }
 
   Status stream_create(Stream *s) override {
     cudaStream_t st = nullptr;
@@ -120,6 +138,13 @@ class CudaRuntime final : public Runtime {
     static_assert(sizeof prop.uuid.bytes == sizeof out->uuid, "a CUDA UUID is 16 bytes");
     std::memcpy(out->uuid, prop.uuid.bytes, sizeof out->uuid);
     out->sm_count = prop.multiProcessorCount;
+    // cudaDeviceGetPCIBusId writes "0000:07:00.0" in upper case (and 8-digit domains on
+    // some drivers): the model's form is lower case, 4 digits (topo/node_topo.h).
+    char bus[32] = "";
+    if (ok(check(cudaDeviceGetPCIBusId(bus, static_cast<int>(sizeof bus), dev), "cudaDeviceGetPCIBusId"))) {
+      const std::string norm = topo::pci_bus_id_normalise(bus);
+      if (norm.size() < sizeof out->pci_bus_id) std::memcpy(out->pci_bus_id, norm.c_str(), norm.size() + 1);
+    }
     // "Contexts created on this device will be shared via MPS" (driver_types.h); a driver
     // too old for the attribute rejects it: unknown.
     int mps = 0;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/config.h"  // P2pLevel
@@ -53,6 +54,8 @@ struct Gpu {
   int sm = 0;           // compute capability x10 (NCCL's sm attribute), 0: unknown
   int dev = -1;         // the ordinal the file or detection gave it (informational only)
   int nvswitch_links = 0;  // NVLinks to NVSwitches
+  // The gpu element's other attributes (NCCL's rank, gdr ...), kept for the dump.
+  std::vector<std::pair<std::string, std::string>> attrs;
 };
 
 struct Nic {
@@ -93,6 +96,9 @@ std::string pci_bus_id_normalise(const std::string &s);
 PathClass gpu_path(const NodeTopo &t, int a, int b);
 int gpu_nv_links(const NodeTopo &t, int a, int b);  // NV#: 0 when not NVLink
 PathClass nic_path(const NodeTopo &t, int gpu, int nic);
+// The PCI part alone, between two PciNodes (indices; -1: not in the tree, then SYS); two
+// functions of one node are PIX. What nic_path and gpu_path use below NVLink.
+PathClass pci_path(const NodeTopo &t, int a, int b);
 
 // Whether gcoll lets GPUs a and b read each other's memory (before the data probe): the
 // same GPU always; never where the pair is Denied or `disable`; NVLink always; else the

@@ -74,4 +74,23 @@ Status build_topology(MPI_Comm comm, int ranks_per_node, Topology *t) {
   return Status::Ok;
 }
 
+Status build_topology_islands(MPI_Comm comm, const Topology &host, int island, Topology *t) {
+  MPI_Comm node = MPI_COMM_NULL;
+  if (PMPI_Comm_split(host.node_comm, island, host.local_rank, &node) != MPI_SUCCESS) return Status::ErrInternal;
+  // Node key: the island's lowest communicator rank (its members by local rank, so the
+  // lowest local rank of the island: `island` itself).
+  int key = host.members[host.node][island];
+  std::vector<int> keys(host.size);
+  MpiBootstrap comm_boot(comm, false);
+  if (!ok(comm_boot.allgather(&key, sizeof key, keys.data()))) {
+    PMPI_Comm_free(&node);
+    return Status::ErrInternal;
+  }
+  compute_layout(keys, host.rank, t);
+  t->node_comm = node;
+  const int color = t->has_rail() ? t->local_rank : MPI_UNDEFINED;
+  if (PMPI_Comm_split(comm, color, t->node, &t->rail_comm) != MPI_SUCCESS) return Status::ErrInternal;
+  return Status::Ok;
+}
+
 }  // namespace gcoll

@@ -46,6 +46,12 @@ struct Topology {
 // is cut into virtual nodes of k consecutive local ranks (the last may be smaller).
 Status build_topology(MPI_Comm comm, int ranks_per_node, Topology *out);
 
+// The device engine's topology where a node's GPUs form several P2P islands
+// (coll/device_topo.h): each island of `host`'s nodes is a node of its own. `island`: my
+// island's id inside my node (the same for every rank of the island). Collective over
+// `comm`.
+Status build_topology_islands(MPI_Comm comm, const Topology &host, int island, Topology *out);
+
 // Pure layout computation from each rank's (node key, order key), for tests:
 // node_key identifies the node (equal keys = same node); ranks of a node are ordered by
 // comm rank. Fills everything but the communicators.

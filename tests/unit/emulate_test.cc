@@ -1,6 +1,8 @@
 // The emulated GPU (src/cuda/emulate.h): memory kinds and classification, device memory
 // the CPU cannot touch, streams whose work really runs later, IPC between processes,
-// reductions, and process exit with streams still busy.
+// reductions, process exit with streams still busy, and the machine of a topology file
+// (GCOLL_TOPO_FILE): several devices, current devices per thread, peer access and IPC
+// between devices as the file has them.
 //
 // Asynchrony is checked deterministically: with a large delay, kSlowOps operations are
 // queued ahead of the one under test, then the delay is lowered to 0 and the state is
@@ -10,7 +12,9 @@
 //
 // Tests that need a second process run this binary again (posix_spawn, safe with the
 // worker threads of this one) with a filter naming an EmuChild test and its inputs in
-// the environment; without those, the EmuChild tests skip.
+// the environment; without those, the EmuChild tests skip. Settings (GCOLL_TOPO_FILE) are
+// read once per process from its environment: the tests of a topology file run in such
+// children.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -24,16 +28,20 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/config.h"
 #include "base/stats.h"
 #include "cuda/device.h"
 #include "cuda/emulate.h"
 #include "gcoll/gcoll_emulate.h"
 #include "kernels/host_reduce.h"
+#include "topo/topo_xml.h"
 
 extern char **environ;
 
@@ -129,7 +137,8 @@ IpcHandle from_hex(const std::string &s) {
 }
 
 // Runs this test binary's EmuChild.<test> in a child process with `env` added to the
-// environment. Returns its wait status, or -1 when it ran past timeout_s (then killed).
+// environment ("NAME=value" replaces an inherited NAME; "-NAME" removes it). Returns its
+// wait status, or -1 when it ran past timeout_s (then killed).
 int run_child(const std::string &test, const std::vector<std::string> &env, int timeout_s) {
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -137,9 +146,24 @@ int run_child(const std::string &test, const std::vector<std::string> &env, int 
   exe[n] = '\0';
   std::string filter = "--gtest_filter=EmuChild." + test;
   std::vector<char *> argv{exe, filter.data(), nullptr};
-  std::vector<std::string> env_storage(env);
+  std::vector<std::string> env_storage;
+  std::vector<std::string> names;
+  for (const std::string &e : env) {
+    if (!e.empty() && e[0] == '-') {
+      names.push_back(e.substr(1));
+    } else {
+      names.push_back(e.substr(0, e.find('=')));
+      env_storage.push_back(e);
+    }
+  }
+  const auto overridden = [&](const char *e) {
+    for (const std::string &n : names)
+      if (std::strncmp(e, n.c_str(), n.size()) == 0 && e[n.size()] == '=') return true;
+    return false;
+  };
   std::vector<char *> envp;
-  for (char **e = environ; *e; ++e) envp.push_back(*e);
+  for (char **e = environ; *e; ++e)
+    if (!overridden(*e)) envp.push_back(*e);
   for (std::string &e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
   pid_t pid = -1;
@@ -646,6 +670,127 @@ TEST_F(Emu, StaleHandleDoesNotOpen) {
                                   60)));
 }
 
+// ---- the machine of a topology file ---------------------------------------------------
+// Four GPUs: 07 and 0a joined by NVLink, 0f beside them on the same CPU (PCIe) but with
+// peer access between it and 0a marked broken, 87 alone on the other CPU (SYS: no peer
+// access to any other). The `dev` attributes are informational: the emulation numbers the
+// GPUs as the model lists them, so the tests find each GPU's ordinal by its bus id.
+
+constexpr char kA[] = "0000:07:00.0", kB[] = "0000:0a:00.0", kC[] = "0000:87:00.0", kD[] = "0000:0f:00.0";
+
+constexpr char kTopoXml[] = R"(<system version="1">
+  <cpu numaid="0" affinity="0000ffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:07:00.0" class="0x030200" vendor="0x10de" device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="0" sm="90" rank="0" gdr="1">
+        <nvlink target="0000:0a:00.0" count="4" tclass="0x030200"/>
+      </gpu>
+    </pci>
+    <pci busid="0000:0a:00.0" class="0x030200" vendor="0x10de" device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="1" sm="90" rank="1" gdr="1">
+        <nvlink target="0000:07:00.0" count="4" tclass="0x030200"/>
+        <gcoll_p2p target="0000:0f:00.0" state="broken"/>
+      </gpu>
+    </pci>
+    <pci busid="0000:0f:00.0" class="0x030200" vendor="0x10de" device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="3" sm="90" rank="3" gdr="1">
+        <gcoll_p2p target="0000:0a:00.0" state="broken"/>
+      </gpu>
+    </pci>
+  </cpu>
+  <cpu numaid="1" affinity="ffff0000" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:87:00.0" class="0x030200" vendor="0x10de" device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="2" sm="90" rank="2" gdr="1"/>
+    </pci>
+  </cpu>
+</system>
+)";
+
+// What cudaDeviceCanAccessPeer answers on that machine.
+bool expected_peer(const std::string &a, const std::string &b) { return a == b || (a != kC && b != kC); }
+
+// The launchers' local rank variables: the children start without any of the parent's.
+std::vector<std::string> without_local_ranks() {
+  return {"-OMPI_COMM_WORLD_LOCAL_RANK", "-MV2_COMM_WORLD_LOCAL_RANK", "-MPI_LOCALRANKID", "-SLURM_LOCALID",
+          "-PMI_LOCAL_RANK"};
+}
+
+// The topology file in a temporary directory, removed at the end.
+class EmuTopo : public Emu {
+ protected:
+  void SetUp() override {
+    Emu::SetUp();
+    const char *tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/gcoll-emu-topo-XXXXXX";
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+    path_ = dir_ + "/topo.xml";
+    std::ofstream(path_) << kTopoXml;
+  }
+  void TearDown() override {
+    if (!path_.empty()) unlink(path_.c_str());
+    if (!dir_.empty()) rmdir(dir_.c_str());
+    Emu::TearDown();
+  }
+  // The children's environment: the file, the given variables, no other local rank.
+  std::vector<std::string> env(std::vector<std::string> extra) const {
+    std::vector<std::string> e = without_local_ranks();
+    e.push_back("GCOLL_TOPO_FILE=" + path_);
+    e.insert(e.end(), extra.begin(), extra.end());
+    return e;
+  }
+  std::string dir_, path_;
+};
+
+TEST_F(Emu, OneDeviceWithoutATopologyFile) {
+  if (!config().topo_file.empty()) GTEST_SKIP() << "GCOLL_TOPO_FILE is set for this process";
+  Runtime &rt = emulated_runtime();
+  EXPECT_EQ(rt.device_count(), 1);
+  EXPECT_EQ(emu::device_count(), 1);
+  EXPECT_EQ(rt.current_device(), 0);
+  EXPECT_TRUE(rt.can_access_peer(0, 0));
+  EXPECT_FALSE(rt.can_access_peer(0, 1));
+  DeviceInfo info;
+  ASSERT_EQ(rt.device_info(0, &info), Status::Ok);
+  EXPECT_EQ(std::memcmp(info.uuid, "gcoll-emu-gpu-0", 16), 0);
+  EXPECT_STREQ(info.pci_bus_id, "0000:01:00.0");
+  EXPECT_EQ(info.sm_count, 16);
+  EXPECT_EQ(rt.device_info(1, &info), Status::ErrArg);
+  Buffer b(64, GCOLL_EMU_MEM_DEVICE);
+  EXPECT_EQ(emu::pointer_device(b.p), 0);
+  EXPECT_EQ(emu::denied_ipc_opens(), 0);
+  EXPECT_EQ(emu::broken_ipc_opens(), 0);
+}
+
+TEST_F(EmuTopo, DevicesOfTheFile) {
+  // OMPI_COMM_WORLD_LOCAL_RANK=6 of 4 GPUs: device 2.
+  EXPECT_TRUE(exited_ok(run_child("TopoDevices", env({"EMU_TEST_TOPO=1", "EMU_TEST_DEFAULT=2",
+                                                      "OMPI_COMM_WORLD_LOCAL_RANK=6"}),
+                                  60)));
+}
+
+TEST_F(EmuTopo, DefaultDeviceFromTheFirstLocalRankSet) {
+  // MPI_LOCALRANKID comes before SLURM_LOCALID: 7 % 4.
+  EXPECT_TRUE(exited_ok(run_child("TopoDevices", env({"EMU_TEST_TOPO=1", "EMU_TEST_DEFAULT=3",
+                                                      "MPI_LOCALRANKID=7", "SLURM_LOCALID=1"}),
+                                  60)));
+  // None set: device 0.
+  EXPECT_TRUE(exited_ok(run_child("TopoDevices", env({"EMU_TEST_TOPO=1", "EMU_TEST_DEFAULT=0"}), 60)));
+}
+
+TEST_F(EmuTopo, UnreadableFileMeansOneDevice) {
+  std::vector<std::string> e = without_local_ranks();
+  e.push_back("GCOLL_TOPO_FILE=" + dir_ + "/no-such-file.xml");
+  e.push_back("OMPI_COMM_WORLD_LOCAL_RANK=3");
+  e.push_back("EMU_TEST_TOPO_ONE=1");
+  EXPECT_TRUE(exited_ok(run_child("TopoOneDevice", e, 60)));
+}
+
+// An exporter process with a buffer on each GPU, and an importer that opens them into
+// other GPUs: allowed, denied, broken, the same GPU (EmuChild.TopoExporter / TopoImporter).
+TEST_F(EmuTopo, IpcFollowsPeerAccess) {
+  EXPECT_TRUE(exited_ok(run_child("TopoExporter", env({"EMU_TEST_TOPO_EXPORT=1"}), 120)));
+}
+
 // ---- process exit ------------------------------------------------------------------------
 
 TEST_F(Emu, ExitWithBusyStreamsDoesNotHang) {
@@ -698,6 +843,271 @@ TEST(EmuChild, IpcPeer) {
   EXPECT_EQ(d.ipc_close(p), Status::Ok);
   EXPECT_EQ(emu::pointer_kind(p), -1);
   EXPECT_NE(d.ipc_close(p), Status::Ok);
+}
+
+// ---- the topology file's children -------------------------------------------------------
+
+// The ordinal of the device with this bus id, or -1.
+int ordinal_of(const std::string &bus) {
+  Runtime &rt = emulated_runtime();
+  for (int i = 0; i < rt.device_count(); ++i) {
+    DeviceInfo info;
+    if (ok(rt.device_info(i, &info)) && bus == info.pci_bus_id) return i;
+  }
+  return -1;
+}
+
+std::string uuid_hex(int dev) {
+  DeviceInfo info;
+  EXPECT_EQ(emulated_runtime().device_info(dev, &info), Status::Ok);
+  IpcHandle h{};
+  std::memcpy(h.bytes, info.uuid, sizeof info.uuid);
+  return to_hex(h).substr(0, 32);
+}
+
+// Device memory of `dev` read back through a stream.
+std::vector<unsigned char> read_device(const void *p, std::size_t n) {
+  Runtime &rt = emulated_runtime();
+  StreamGuard s;
+  Buffer pinned(n, GCOLL_EMU_MEM_PINNED);
+  EXPECT_EQ(rt.memcpy_async(pinned.p, p, n, s.s), Status::Ok);
+  EXPECT_EQ(rt.stream_synchronize(s.s), Status::Ok);
+  return std::vector<unsigned char>(pinned.bytes(), pinned.bytes() + n);
+}
+
+void write_device(void *p, const std::vector<unsigned char> &v) {
+  Runtime &rt = emulated_runtime();
+  StreamGuard s;
+  Buffer pinned(v.size(), GCOLL_EMU_MEM_PINNED);
+  std::memcpy(pinned.p, v.data(), v.size());
+  EXPECT_EQ(rt.memcpy_async(p, pinned.p, v.size(), s.s), Status::Ok);
+  EXPECT_EQ(rt.stream_synchronize(s.s), Status::Ok);
+}
+
+TEST(EmuChild, TopoDevices) {
+  if (!std::getenv("EMU_TEST_TOPO")) GTEST_SKIP() << "run by EmuTopo.*";
+  Runtime &rt = emulated_runtime();
+  Driver &d = emulated_driver();
+  ASSERT_EQ(rt.device_count(), 4);
+  EXPECT_EQ(emu::device_count(), 4);
+  // Ordinal i is the model's i-th GPU, with its bus id.
+  topo::NodeTopo t;
+  std::string error;
+  ASSERT_TRUE(topo::read_topo_file(config().topo_file, &t, &error)) << error;
+  ASSERT_EQ(t.gpus.size(), 4u);
+  std::vector<std::string> bus(4);
+  std::vector<std::string> uuids;
+  for (int i = 0; i < 4; ++i) {
+    DeviceInfo info;
+    ASSERT_EQ(rt.device_info(i, &info), Status::Ok);
+    bus[static_cast<std::size_t>(i)] = info.pci_bus_id;
+    EXPECT_EQ(bus[static_cast<std::size_t>(i)], t.gpus[static_cast<std::size_t>(i)].bus_id);
+    EXPECT_EQ(info.sm_count, 16);
+    EXPECT_EQ(info.mps, 1);
+    EXPECT_STREQ(emu::device_pci_bus_id(i), info.pci_bus_id);
+    uuids.push_back(uuid_hex(i));
+  }
+  for (const char *b : {kA, kB, kC, kD}) EXPECT_GE(ordinal_of(b), 0) << b;
+  for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t j = i + 1; j < 4; ++j) EXPECT_NE(uuids[i], uuids[j]) << "devices " << i << " and " << j;
+  DeviceInfo info;
+  EXPECT_EQ(rt.device_info(4, &info), Status::ErrArg);
+  EXPECT_EQ(rt.device_info(-1, &info), Status::ErrArg);
+  EXPECT_EQ(emu::device_pci_bus_id(4), nullptr);
+
+  // Peer access as the file has it.
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) {
+      const auto &ba = bus[static_cast<std::size_t>(a)], &bb = bus[static_cast<std::size_t>(b)];
+      EXPECT_EQ(rt.can_access_peer(a, b), expected_peer(ba, bb)) << ba << " -> " << bb;
+      EXPECT_EQ(emu::can_access_peer(a, b), expected_peer(ba, bb));
+    }
+  EXPECT_FALSE(rt.can_access_peer(0, 4));
+  EXPECT_FALSE(rt.can_access_peer(-1, 0));
+
+  // The process's default device: local rank % 4, on every thread that sets none.
+  const int def = std::atoi(std::getenv("EMU_TEST_DEFAULT"));
+  EXPECT_EQ(rt.current_device(), def);
+  EXPECT_EQ(emu::current_device(), def);
+  EXPECT_EQ(rt.set_device(4), Status::ErrArg);
+  EXPECT_NE(std::string(rt.last_error()), "");
+  EXPECT_EQ(emu::set_device(-1), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(rt.current_device(), def);
+
+  // Current device per thread; allocations remember theirs.
+  const int mine = (def + 1) % 4, theirs = (def + 2) % 4;
+  ASSERT_EQ(rt.set_device(mine), Status::Ok);
+  EXPECT_EQ(rt.current_device(), mine);
+  int seen_default = -1, seen_after = -1, seen_ordinal = -1, seen_pointer = -1;
+  std::thread th([&] {
+    seen_default = emulated_runtime().current_device();
+    if (emu::set_device(theirs) != GCOLL_EMU_OK) return;
+    seen_after = emu::current_device();
+    void *p = nullptr;
+    if (emu::malloc(&p, 256, GCOLL_EMU_MEM_DEVICE) != GCOLL_EMU_OK) return;
+    PtrInfo pi;
+    if (ok(emulated_driver().query(p, &pi))) seen_ordinal = pi.ordinal;
+    seen_pointer = emu::pointer_device(p);
+    emu::free(p);
+  });
+  th.join();
+  EXPECT_EQ(seen_default, def) << "a new thread did not start on the process's device";
+  EXPECT_EQ(seen_after, theirs);
+  EXPECT_EQ(seen_ordinal, theirs);
+  EXPECT_EQ(seen_pointer, theirs);
+  EXPECT_EQ(rt.current_device(), mine) << "another thread's set_device changed this thread's device";
+  for (int kind : {GCOLL_EMU_MEM_DEVICE, GCOLL_EMU_MEM_ASYNC}) {
+    Buffer b(128, kind);
+    ASSERT_EQ(b.rc, GCOLL_EMU_OK);
+    PtrInfo pi;
+    ASSERT_EQ(d.query(b.p, &pi), Status::Ok);
+    EXPECT_TRUE(pi.device);
+    EXPECT_EQ(pi.ordinal, mine);
+    EXPECT_EQ(emu::pointer_device(b.p), mine);
+  }
+  void *dev_p = nullptr;
+  ASSERT_EQ(rt.malloc_device(&dev_p, 64), Status::Ok);
+  EXPECT_EQ(emu::pointer_device(dev_p), mine);
+  rt.free_device(dev_p);
+  Buffer pinned(64, GCOLL_EMU_MEM_PINNED);
+  EXPECT_EQ(emu::pointer_device(pinned.p), -1);
+  // Copies between devices of the process work (cudaMemcpyDefault between GPUs).
+  Buffer on_mine(kBytes, GCOLL_EMU_MEM_DEVICE);
+  ASSERT_EQ(rt.set_device(theirs), Status::Ok);
+  Buffer on_theirs(kBytes, GCOLL_EMU_MEM_DEVICE);
+  EXPECT_EQ(emu::pointer_device(on_theirs.p), theirs);
+  const std::vector<unsigned char> pat = pattern(kBytes, 5);
+  ASSERT_EQ(emu::memcpy(on_mine.p, pat.data(), kBytes), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memcpy(on_theirs.p, on_mine.p, kBytes), GCOLL_EMU_OK);
+  std::vector<unsigned char> back(kBytes);
+  ASSERT_EQ(emu::memcpy(back.data(), on_theirs.p, kBytes), GCOLL_EMU_OK);
+  EXPECT_EQ(back, pat);
+}
+
+TEST(EmuChild, TopoOneDevice) {
+  if (!std::getenv("EMU_TEST_TOPO_ONE")) GTEST_SKIP() << "run by EmuTopo.UnreadableFileMeansOneDevice";
+  Runtime &rt = emulated_runtime();
+  EXPECT_FALSE(config().topo_file.empty());
+  EXPECT_EQ(rt.device_count(), 1);
+  EXPECT_EQ(rt.current_device(), 0);  // local rank 3 % 1
+  EXPECT_EQ(rt.set_device(1), Status::ErrArg);
+  EXPECT_EQ(rt.set_device(0), Status::Ok);
+  EXPECT_TRUE(rt.can_access_peer(0, 0));
+  EXPECT_FALSE(rt.can_access_peer(0, 1));
+  DeviceInfo info;
+  ASSERT_EQ(rt.device_info(0, &info), Status::Ok);
+  EXPECT_EQ(std::memcmp(info.uuid, "gcoll-emu-gpu-0", 16), 0);
+  Buffer b(64, GCOLL_EMU_MEM_DEVICE);
+  EXPECT_EQ(emu::pointer_device(b.p), 0);
+}
+
+// A buffer on each GPU (pattern 10 + i, in the order A B C D), their handles and the
+// GPUs' uuids to an importer process; then what the importer's writes did to them.
+TEST(EmuChild, TopoExporter) {
+  if (!std::getenv("EMU_TEST_TOPO_EXPORT")) GTEST_SKIP() << "run by EmuTopo.IpcFollowsPeerAccess";
+  Runtime &rt = emulated_runtime();
+  Driver &d = emulated_driver();
+  ASSERT_EQ(rt.device_count(), 4);
+  const char *const names[] = {kA, kB, kC, kD};
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<std::string> env = {"-EMU_TEST_TOPO_EXPORT", "EMU_TEST_TOPO_IMPORT=1"};
+  std::string uuids;
+  for (int i = 0; i < 4; ++i) {
+    const int dev = ordinal_of(names[i]);
+    ASSERT_GE(dev, 0) << names[i];
+    ASSERT_EQ(rt.set_device(dev), Status::Ok);
+    bufs.push_back(std::make_unique<Buffer>(kBytes, GCOLL_EMU_MEM_DEVICE));
+    ASSERT_EQ(bufs.back()->rc, GCOLL_EMU_OK);
+    EXPECT_EQ(emu::pointer_device(bufs.back()->p), dev);
+    const std::vector<unsigned char> pat = pattern(kBytes, 10 + static_cast<unsigned>(i));
+    ASSERT_EQ(emu::memcpy(bufs.back()->p, pat.data(), kBytes), GCOLL_EMU_OK);
+    IpcHandle h;
+    ASSERT_EQ(d.ipc_export(reinterpret_cast<std::uintptr_t>(bufs.back()->p), &h), Status::Ok);
+    env.push_back("EMU_TEST_H" + std::to_string(i) + "=" + to_hex(h));
+    uuids += uuid_hex(dev);
+  }
+  ASSERT_EQ(emu::device_synchronize(), GCOLL_EMU_OK);
+  env.push_back("EMU_TEST_UUIDS=" + uuids);
+  env.push_back("EMU_TEST_IPC_BYTES=" + std::to_string(kBytes));
+  ASSERT_TRUE(exited_ok(run_child("TopoImporter", env, 90)));
+  std::vector<unsigned char> now(kBytes);
+  // A: never opened. B: opened into A (NVLink): the importer's writes are here. C: refused
+  // into A, then opened into C itself: written. D: opened into B, a broken pair: the
+  // importer wrote into its private copy only.
+  const unsigned expect[] = {10, 20, 21, 13};
+  for (int i = 0; i < 4; ++i) {
+    SCOPED_TRACE(names[i]);
+    ASSERT_EQ(emu::memcpy(now.data(), bufs[static_cast<std::size_t>(i)]->p, kBytes), GCOLL_EMU_OK);
+    EXPECT_EQ(now, pattern(kBytes, expect[i]));
+  }
+  EXPECT_EQ(emu::denied_ipc_opens(), 0);
+  EXPECT_EQ(emu::broken_ipc_opens(), 0);
+}
+
+TEST(EmuChild, TopoImporter) {
+  if (!std::getenv("EMU_TEST_TOPO_IMPORT")) GTEST_SKIP() << "run by EmuChild.TopoExporter";
+  emu::set_delay_for_testing(100);
+  Runtime &rt = emulated_runtime();
+  Driver &d = emulated_driver();
+  ASSERT_EQ(rt.device_count(), 4);
+  const int A = ordinal_of(kA), B = ordinal_of(kB), C = ordinal_of(kC), D = ordinal_of(kD);
+  ASSERT_TRUE(A >= 0 && B >= 0 && C >= 0 && D >= 0);
+  // Every process derives the same uuid for a GPU.
+  EXPECT_EQ(uuid_hex(A) + uuid_hex(B) + uuid_hex(C) + uuid_hex(D), std::string(std::getenv("EMU_TEST_UUIDS")));
+  const auto handle = [](int i) { return from_hex(std::getenv(("EMU_TEST_H" + std::to_string(i)).c_str())); };
+  ASSERT_EQ(std::stoul(std::getenv("EMU_TEST_IPC_BYTES")), kBytes);
+
+  // B's buffer into A (NVLink): the owner's bytes, and the writes reach it.
+  ASSERT_EQ(rt.set_device(A), Status::Ok);
+  void *p = nullptr;
+  ASSERT_EQ(d.ipc_open(handle(1), &p), Status::Ok);
+  PtrInfo pi;
+  ASSERT_EQ(d.query(p, &pi), Status::Ok);
+  EXPECT_EQ(pi.ordinal, A);
+  EXPECT_EQ(read_device(p, kBytes), pattern(kBytes, 11));
+  write_device(p, pattern(kBytes, 20));
+  EXPECT_EQ(d.ipc_close(p), Status::Ok);
+  EXPECT_EQ(emu::denied_ipc_opens(), 0);
+  EXPECT_EQ(emu::broken_ipc_opens(), 0);
+
+  // C's buffer into A (across the sockets, no peer access): refused, as CUDA refuses it.
+  (void)rt.last_error();
+  p = reinterpret_cast<void *>(1);
+  EXPECT_EQ(d.ipc_open(handle(2), &p), Status::ErrInternal);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(std::string(rt.last_error()), std::string("emulated GPU: peer access is not supported between GPU ") +
+                                              kA + " and GPU " + kC + " (topology file)");
+  EXPECT_EQ(emu::denied_ipc_opens(), 1);
+  // ... and into C itself: the same bytes.
+  ASSERT_EQ(rt.set_device(C), Status::Ok);
+  ASSERT_EQ(d.ipc_open(handle(2), &p), Status::Ok);
+  EXPECT_EQ(read_device(p, kBytes), pattern(kBytes, 12));
+  write_device(p, pattern(kBytes, 21));
+  EXPECT_EQ(d.ipc_close(p), Status::Ok);
+  EXPECT_EQ(emu::denied_ipc_opens(), 1);
+
+  // D's buffer into B (a broken pair): it opens and reads the owner's bytes of the moment,
+  // but they are a private copy: the writes stay here.
+  ASSERT_EQ(rt.set_device(B), Status::Ok);
+  void *copy = nullptr;
+  ASSERT_EQ(d.ipc_open(handle(3), &copy), Status::Ok);
+  EXPECT_EQ(emu::broken_ipc_opens(), 1);
+  ASSERT_EQ(d.query(copy, &pi), Status::Ok);
+  EXPECT_TRUE(pi.device);
+  EXPECT_EQ(pi.ordinal, B);
+  EXPECT_EQ(read_device(copy, kBytes), pattern(kBytes, 13));
+  write_device(copy, pattern(kBytes, 22));
+  EXPECT_EQ(read_device(copy, kBytes), pattern(kBytes, 22));  // its own writes, in its copy
+  // Opened into D itself meanwhile: the owner's memory, another mapping, untouched.
+  ASSERT_EQ(rt.set_device(D), Status::Ok);
+  void *real = nullptr;
+  ASSERT_EQ(d.ipc_open(handle(3), &real), Status::Ok);
+  EXPECT_NE(real, copy);
+  EXPECT_EQ(read_device(real, kBytes), pattern(kBytes, 13));
+  EXPECT_EQ(d.ipc_close(real), Status::Ok);
+  EXPECT_EQ(d.ipc_close(copy), Status::Ok);
+  EXPECT_EQ(emu::broken_ipc_opens(), 1);
+  EXPECT_EQ(emu::denied_ipc_opens(), 1);
 }
 
 // Leaves streams with plenty of queued work (one blocked on an event of another) and

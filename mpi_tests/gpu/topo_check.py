@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Run a device-buffer test program on an emulated multi-GPU node and check the path.
+
+Usage:
+  topo_check.py --mpiexec MPIRUN [--mpiexec-flags="..."] --np N --topo FILE.xml
+      --expect-class CLASS [--expect-algo COLL=A|B]... [--expect-probe-failures N]
+      [--env VAR=VALUE]... [--timeout S] -- PROGRAM [ARGS...]
+
+The program (gcoll_gpu_mpi_test with a filter: the collectives' correctness suites,
+results compared with PMPI_* on host copies) runs as
+  mpirun -np N -x GCOLL_CUDA=emulate -x GCOLL_TOPO_FILE=FILE -x GCOLL_STATS_FILE=<fresh>
+         -x GCOLLTEST_NO_DENIED_IPC=1 [-x VAR=VALUE ...] PROGRAM
+so that the emulated GPU is the file's machine (each rank on device local_rank % GPUs,
+IPC opens between GPUs the file says cannot P2P fail as CUDA's do, a pair marked broken
+maps a private copy) and the program itself fails if any IPC open was attempted across a
+denied pair (GpuTopology.NoIpcOpenAcrossDeniedPairs, gpu_test.cc).
+
+Checks on the stats file gcoll writes at MPI_Finalize (summed over ranks):
+  * mpirun exit status 0;
+  * library.device_topology_<CLASS> >= N: every rank's node, on MPI_COMM_WORLD, has the
+    topology class expected (one-gpu, nvlink, pcie, islands, no-p2p); the suites' split
+    communicators may count other classes (odd ranks on GPUs without P2P between them);
+  * library.p2p_probe_failures: 0 for N = 0 (default), else at least N: the GPU pairs the
+    data probe caught (per node and communicator);
+  * --expect-algo COLL=A|B: the engine ran COLL's calls with A or B only (> 0 calls in all,
+    none with any other algorithm but "staged"), and COLL has engine calls.
+Only the Python standard library is used.
+"""
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+
+CLASSES = ("one_gpu", "nvlink", "pcie", "islands", "no_p2p")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--mpiexec", required=True)
+    p.add_argument("--mpiexec-flags", default="")
+    p.add_argument("--np", type=int, required=True)
+    p.add_argument("--topo", required=True)
+    p.add_argument("--expect-class", required=True, choices=[c.replace("_", "-") for c in CLASSES])
+    p.add_argument("--expect-algo", action="append", default=[], metavar="COLL=A|B")
+    p.add_argument("--expect-probe-failures", type=int, default=0)
+    p.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
+    p.add_argument("--timeout", type=float, default=240.0)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    a = p.parse_args(argv)
+    if a.command and a.command[0] == "--":
+        a.command = a.command[1:]
+    if not a.command:
+        p.error("no program given (put it after --)")
+    return a
+
+
+def run(cmd, env, timeout):
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out, False
+    except subprocess.TimeoutExpired:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                out, _ = proc.communicate(timeout=10)
+                return proc.returncode, out or "", True
+            except subprocess.TimeoutExpired:
+                continue
+        return proc.returncode, "", True
+
+
+def main(argv):
+    a = parse_args(argv)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("GCOLL_")}
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    tmpdir = tempfile.mkdtemp(prefix="gcoll-topo-")
+    stats_path = os.path.join(tmpdir, "stats.json")
+    xenv = ["GCOLL_ENABLE=1", "GCOLL_CUDA=emulate", "GCOLL_TOPO_FILE=" + os.path.abspath(a.topo),
+            "GCOLL_STATS_FILE=" + stats_path, "GCOLLTEST_NO_DENIED_IPC=1"] + a.env
+    xenv += sorted("%s=%s" % (k, v) for k, v in os.environ.items() if k.startswith("GCOLL_EMU_"))
+    cmd = [a.mpiexec] + shlex.split(a.mpiexec_flags) + ["-np", str(a.np)]
+    for kv in xenv:
+        cmd += ["-x", kv]
+    cmd += a.command
+    print("topo_check: %s, np %d, expecting %s" % (os.path.basename(a.topo), a.np, a.expect_class))
+    print("topo_check: running: %s" % " ".join(shlex.quote(c) for c in cmd))
+    sys.stdout.flush()
+    rc, out, timed_out = run(cmd, env, a.timeout)
+    print(out.rstrip("\n"))
+    failures = []
+    if timed_out:
+        failures.append("timed out after %.0f s" % a.timeout)
+    elif rc != 0:
+        failures.append("mpirun exit status %d" % rc)
+    stats = None
+    if not failures:
+        try:
+            with open(stats_path) as f:
+                stats = json.load(f)
+        except (OSError, ValueError) as e:
+            failures.append("no stats file: %s" % e)
+    if stats is not None:
+        lib = stats.get("library", {})
+        want = a.expect_class.replace("-", "_")
+        # Every rank of MPI_COMM_WORLD counts its node's class once; the suites' split
+        # communicators (odd and even ranks, ...) may find other classes on fewer GPUs.
+        n = lib.get("device_topology_" + want, 0)
+        if n < a.np:
+            failures.append("device_topology_%s = %d, expected at least %d (every rank of MPI_COMM_WORLD)"
+                            % (want, n, a.np))
+        # Counted once per node and communicator that probed the pair (world, and the
+        # suites' split communicators that hold both of its ranks).
+        pf = lib.get("p2p_probe_failures", 0)
+        if a.expect_probe_failures == 0 and pf != 0:
+            failures.append("p2p_probe_failures = %d, expected 0" % pf)
+        if a.expect_probe_failures > 0 and pf < a.expect_probe_failures:
+            failures.append("p2p_probe_failures = %d, expected at least %d" % (pf, a.expect_probe_failures))
+        for spec in a.expect_algo:
+            coll, _, names = spec.partition("=")
+            allowed = set(names.split("|"))
+            entry = stats.get(coll, {})
+            algos = entry.get("algorithms", {})
+            used = {k: v for k, v in algos.items() if v > 0 and k != "staged"}
+            if entry.get("engine", 0) <= 0:
+                failures.append("%s: no engine calls" % coll)
+            if not used or not set(used) <= allowed:
+                failures.append("%s: algorithms used %s, expected only %s" % (coll, used, sorted(allowed)))
+        print("topo_check: stats: library %s" % json.dumps(lib))
+        for coll in ("allreduce", "bcast", "allgather", "reduce_scatter_block"):
+            if coll in stats:
+                e = stats[coll]
+                print("topo_check: %s: engine %d staged %d algorithms %s" % (
+                    coll, e.get("engine", 0), e.get("staged", 0),
+                    json.dumps({k: v for k, v in e.get("algorithms", {}).items() if v})))
+    for f in failures:
+        print("topo_check: FAIL: " + f)
+    if not failures:
+        print("topo_check: PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,292 @@
+// The device topology of a communicator (device_topo.h): verdicts, the data probe, islands.
+#include "coll/device_topo.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "base/config.h"
+#include "base/log.h"
+#include "boot/bootstrap.h"
+#include "cuda/device.h"
+#include "coll/tune.h"
+#include "cuda/runtime.h"
+#include "mem/device_scope.h"
+#include "topo/detect.h"
+
+namespace gcoll {
+
+namespace {
+
+constexpr std::size_t kBusBytes = 16;  // a bus id as exchanged ("0000:07:00.0" + NUL)
+constexpr std::size_t kSlot = 64;      // the probe's bytes per writer
+
+using Matrix = std::vector<std::vector<bool>>;
+
+// The probe's pattern written by local rank w into owner o's slot for w.
+void pattern(int w, int o, unsigned char *out) {
+  for (std::size_t k = 0; k < kSlot; ++k)
+    out[k] = static_cast<unsigned char>(0xa5 ^ (w * 31 + o * 17 + static_cast<int>(k) * 7));
+}
+
+// My GPU's ordinal for a bus id in this process (-1: not visible here).
+int ordinal_of(const std::string &bus) {
+  cuda::Runtime &rt = cuda::runtime();
+  const int n = rt.device_count();
+  for (int d = 0; d < n; ++d) {
+    cuda::DeviceInfo di;
+    if (ok(rt.device_info(d, &di)) && topo::pci_bus_id_normalise(di.pci_bus_id) == bus) return d;
+  }
+  return -1;
+}
+
+// Whether this rank (GPU `mine`, ordinal `gpu`) may use P2P to a peer's GPU `peer`, before
+// the probe: the node topology under the settings, then CUDA.
+bool may_p2p(const std::string &mine, int gpu, const std::string &peer) {
+  if (mine.empty() || peer.empty()) return false;
+  if (mine == peer) return true;
+  const Config &c = config();
+  if (c.p2p_disable) return false;
+  const topo::NodeTopo &t = topo::node_topology();
+  const int a = t.gpu_index(mine), b = t.gpu_index(peer);
+  if (a >= 0 && b >= 0 && !topo::p2p_allowed(t, a, b, c.p2p_level, c.p2p_disable)) return false;
+  if ((a < 0 || b < 0) && c.p2p_level == P2pLevel::Loc) return false;
+  // CUDA must see the peer's GPU (IPC maps it there) and allow peer access to it.
+  const int peer_dev = ordinal_of(peer);
+  return peer_dev >= 0 && cuda::runtime().can_access_peer(gpu, peer_dev);
+}
+
+bool nvlink_pair(const std::string &x, const std::string &y) {
+  const topo::NodeTopo &t = topo::node_topology();
+  const int a = t.gpu_index(x), b = t.gpu_index(y);
+  return a >= 0 && b >= 0 && a != b && topo::gpu_path(t, a, b) == topo::PathClass::Nv;
+}
+
+// Waits for `s` with a deadline (a probe's write through a broken mapping must not hang
+// setup): false when it did not finish in time or failed.
+bool wait_stream(cuda::Runtime &rt, cuda::Stream s, cuda::Event e, double timeout_s) {
+  if (!ok(rt.event_record(e, s))) return false;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    bool done = false;
+    if (!ok(rt.event_query(e, &done))) return false;
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+// The data probe over the node (collective over `boot`, the node's ranks): for the pairs
+// marked in `p2p` with distinct GPUs, each rank writes its pattern into its peer's probe
+// buffer through the peer's IPC mapping; the owner checks what arrived. Returns, per
+// local rank, the row "the owner verified my write" as a matrix over the node (gathered):
+// verified[o][w]: w's write reached o.
+Status probe(Bootstrap &boot, int gpu, const Matrix &p2p, const Matrix &same, double timeout_s, Matrix *verified) {
+  const int n = boot.size(), me = boot.rank();
+  cuda::Runtime &rt = cuda::runtime();
+  cuda::Driver &drv = cuda::driver();
+  DeviceScope scope(gpu);
+  void *buf = nullptr;
+  cuda::Stream s = nullptr;
+  cuda::Event e = nullptr;
+  struct Rec {
+    int valid;
+    cuda::IpcHandle h;
+  } rec{};
+  std::vector<unsigned char> zero(kSlot * n, 0);
+  bool ready = ok(scope.status()) && ok(rt.stream_create(&s)) && ok(rt.event_create(&e)) &&
+               ok(rt.malloc_device(&buf, kSlot * n)) && ok(rt.memcpy_async(buf, zero.data(), zero.size(), s)) &&
+               wait_stream(rt, s, e, timeout_s) && ok(drv.ipc_export(reinterpret_cast<std::uintptr_t>(buf), &rec.h));
+  rec.valid = ready ? 1 : 0;
+  std::vector<Rec> all(n);
+  Status st = boot.allgather(&rec, sizeof rec, all.data());
+  // My writes into my peers' buffers (a failed open or copy: the owner finds no pattern).
+  if (ok(st) && ready) {
+    unsigned char pat[kSlot];
+    for (int q = 0; q < n; ++q) {
+      if (q == me || same[me][q] || !p2p[me][q] || !all[q].valid) continue;
+      void *peer = nullptr;
+      if (!ok(drv.ipc_open(all[q].h, &peer))) continue;  // counts as not verified
+      pattern(me, q, pat);
+      const bool done = ok(rt.memcpy_async(static_cast<char *>(peer) + kSlot * me, pat, kSlot, s)) &&
+                        wait_stream(rt, s, e, timeout_s);
+      drv.ipc_close(peer);
+      if (!done) GCOLL_INFO("P2P probe: my write to local rank %d did not complete", q);
+    }
+  }
+  // Everyone has written (or given up) before the owners look.
+  if (ok(st)) st = boot.barrier();
+  std::vector<unsigned char> got(kSlot * n, 0), mine(n, 0);
+  if (ok(st) && ready && ok(rt.memcpy_async(got.data(), buf, got.size(), s)) && wait_stream(rt, s, e, timeout_s)) {
+    unsigned char pat[kSlot];
+    for (int w = 0; w < n; ++w) {
+      if (w == me) continue;
+      pattern(w, me, pat);
+      mine[w] = std::memcmp(got.data() + kSlot * w, pat, kSlot) == 0 ? 1 : 0;
+    }
+  }
+  std::vector<unsigned char> rows(static_cast<std::size_t>(n) * n);
+  if (ok(st)) st = boot.allgather(mine.data(), n, rows.data());
+  // Nobody frees its buffer before every peer has closed its mapping (closed above).
+  if (buf) rt.free_device(buf);
+  if (e) rt.event_destroy(e);
+  if (s) rt.stream_destroy(s);
+  if (!ok(st)) return st;
+  verified->assign(n, std::vector<bool>(n, false));
+  for (int o = 0; o < n; ++o)
+    for (int w = 0; w < n; ++w) (*verified)[o][w] = rows[static_cast<std::size_t>(o) * n + w] != 0;
+  return Status::Ok;
+}
+
+}  // namespace
+
+NodeIslands node_islands(const Matrix &same_gpu, const Matrix &p2p, const Matrix &nvlink) {
+  const int n = static_cast<int>(p2p.size());
+  NodeIslands r;
+  Matrix adj(n, std::vector<bool>(n, false));
+  bool distinct = false, any_p2p = false, all_p2p = true, all_nv = true;
+  for (int p = 0; p < n; ++p)
+    for (int q = 0; q < n; ++q) {
+      adj[p][q] = p == q || same_gpu[p][q] || p2p[p][q];
+      if (p == q || same_gpu[p][q]) continue;
+      distinct = true;
+      any_p2p = any_p2p || p2p[p][q];
+      all_p2p = all_p2p && p2p[p][q];
+      all_nv = all_nv && p2p[p][q] && nvlink[p][q];
+    }
+  const std::vector<int> part = topo::clique_partition(adj);
+  r.island.assign(n, 0);
+  std::vector<int> first(n, -1);
+  r.count = 0;
+  for (int p = 0; p < n; ++p) {
+    if (first[part[p]] < 0) {
+      first[part[p]] = p;
+      ++r.count;
+    }
+    r.island[p] = first[part[p]];
+  }
+  if (!distinct)
+    r.cls = topo::TopoClass::OneGpu;
+  else if (all_p2p)
+    r.cls = all_nv ? topo::TopoClass::NvlinkAll : topo::TopoClass::PcieAll;
+  else
+    r.cls = any_p2p ? topo::TopoClass::Islands : topo::TopoClass::NoP2p;
+  return r;
+}
+
+Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, double timeout_s, DeviceTopology *out) {
+  const Config &c = config();
+  const int n = host.local_size, me = host.local_rank;
+  MpiBootstrap node(host.node_comm);
+  // 1. The ranks' GPUs.
+  char bus[kBusBytes] = {};
+  {
+    cuda::DeviceInfo di;
+    if (ok(cuda::runtime().device_info(gpu, &di))) {
+      const std::string b = topo::pci_bus_id_normalise(di.pci_bus_id);
+      std::snprintf(bus, sizeof bus, "%s", b.c_str());
+    }
+  }
+  out->gpu_bus_id = bus;
+  std::vector<char> buses(kBusBytes * n);
+  if (!ok(node.allgather(bus, kBusBytes, buses.data()))) return Status::ErrComm;
+  std::vector<std::string> of(n);
+  for (int p = 0; p < n; ++p) of[p].assign(buses.data() + kBusBytes * p, strnlen(buses.data() + kBusBytes * p, kBusBytes));
+  // 2. Each rank's verdicts, gathered: a pair is P2P where both say so.
+  std::vector<unsigned char> row(n, 0), rows(static_cast<std::size_t>(n) * n);
+  for (int q = 0; q < n; ++q) row[q] = q == me || may_p2p(of[me], gpu, of[q]) ? 1 : 0;
+  if (!ok(node.allgather(row.data(), n, rows.data()))) return Status::ErrComm;
+  Matrix same(n, std::vector<bool>(n, false)), p2p(n, std::vector<bool>(n, false)), nv(n, std::vector<bool>(n, false));
+  bool probe_needed = false;
+  for (int p = 0; p < n; ++p)
+    for (int q = 0; q < n; ++q) {
+      same[p][q] = !of[p].empty() && of[p] == of[q];
+      p2p[p][q] = rows[static_cast<std::size_t>(p) * n + q] && rows[static_cast<std::size_t>(q) * n + p];
+      nv[p][q] = nvlink_pair(of[p], of[q]);
+      probe_needed = probe_needed || (p != q && !same[p][q] && p2p[p][q]);
+    }
+  // 3. The data probe (rank-uniform: every rank saw the same gathered rows).
+  out->probe_failures = 0;
+  if (probe_needed && c.p2p_check) {
+    Matrix verified;
+    const Status st = probe(node, gpu, p2p, same, timeout_s > 0 ? timeout_s : 10.0, &verified);
+    if (!ok(st)) return Status::ErrComm;
+    std::string failed;
+    for (int p = 0; p < n; ++p)
+      for (int q = p + 1; q < n; ++q) {
+        if (same[p][q] || !p2p[p][q]) continue;
+        if (verified[p][q] && verified[q][p]) continue;
+        p2p[p][q] = p2p[q][p] = false;
+        // Count each GPU pair once (ranks sharing GPUs repeat pairs).
+        bool seen = false;
+        for (int a = 0; a <= p && !seen; ++a)
+          for (int b = a + 1; b < n && !seen; ++b)
+            if ((a < p || b < q) && of[a] == of[p] && of[b] == of[q]) seen = true;
+        if (seen) continue;
+        ++out->probe_failures;
+        failed += (failed.empty() ? "" : ", ") + of[p] + " <-> " + of[q];
+      }
+    static std::atomic<bool> warned{false};
+    if (out->probe_failures && me == 0 && !warned.exchange(true))
+      GCOLL_WARN("P2P between GPUs %s is reported but did not carry data (a write through the peer's mapping never "
+                 "arrived: ACS or IOMMU settings, or a VM without real peer-to-peer); those GPUs exchange through "
+                 "host memory. GCOLL_P2P_CHECK=0 turns this check off; GCOLL_P2P_LEVEL/GCOLL_P2P_DISABLE restrict "
+                 "P2P.",
+                 failed.c_str());
+  }
+  // 4. Islands; whether any node of the communicator has several.
+  out->node = node_islands(same, p2p, nv);
+  MpiBootstrap all(comm);
+  long long several = out->node.count > 1 ? 1 : 0;
+  if (!ok(all.max(&several, 1))) return Status::ErrComm;
+  out->split = several != 0;
+  if (!out->split) return Status::Ok;
+  out->topo = std::make_unique<Topology>();
+  if (!ok(build_topology_islands(comm, host, out->node.island[me], out->topo.get()))) return Status::ErrInternal;
+  return Status::Ok;
+}
+
+std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
+  const Config &c = config();
+  const int g = static_cast<int>(t.gpus.size());
+  if (g == 0 || ranks <= 0) return "device paths: no GPU in the topology\n";
+  Matrix same(ranks, std::vector<bool>(ranks)), p2p(ranks, std::vector<bool>(ranks)), nv(ranks, std::vector<bool>(ranks));
+  for (int p = 0; p < ranks; ++p)
+    for (int q = 0; q < ranks; ++q) {
+      const int a = p % g, b = q % g;
+      same[p][q] = a == b;
+      p2p[p][q] = a == b || (topo::p2p_allowed(t, a, b, c.p2p_level, c.p2p_disable) && topo::p2p_hardware(t, a, b) &&
+                             !(c.p2p_check && topo::p2p_broken(t, a, b)));
+      nv[p][q] = a != b && topo::gpu_path(t, a, b) == topo::PathClass::Nv;
+    }
+  const NodeIslands isl = node_islands(same, p2p, nv);
+  Topology dt;
+  compute_layout(isl.island, 0, &dt);
+  std::string out = "device paths for " + std::to_string(ranks) + " ranks on this node: " +
+                    topo::topo_class_name(isl.cls) + ", " + std::to_string(isl.count) + " P2P island" +
+                    (isl.count == 1 ? "" : "s") + (isl.count > 1 ? " (each a node of the device engine; host memory between them)" : "") + "\n";
+  const std::size_t sizes[] = {8, 64 << 10, 16 << 20};
+  const char *size_names[] = {"8 B", "64 KiB", "16 MiB"};
+  for (Coll coll : {Coll::Allreduce, Coll::Bcast, Coll::Allgather, Coll::Reduce_scatter_block}) {
+    std::string line = std::string("  ") + coll_name(coll) + ":";
+    for (int k = 0; k < 3; ++k) {
+      CollArgs a;
+      a.coll = coll;
+      a.mem = MemKind::Device;
+      a.zero_copy = true;
+      a.dtype = DType::Float;
+      a.elem = 4;
+      a.count = sizes[k] / 4 ? sizes[k] / 4 : 1;
+      a.fused = c.device_fused != FusedMode::Off && dt.num_nodes == 1;
+      a.sendbuf = &a;  // not in place
+      const Algorithm *al = select_algorithm(user_tune_rules(), a, dt);
+      line += std::string(k ? ", " : " ") + size_names[k] + " @" + (al ? al->name : "staged");
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace gcoll

@@ -1,0 +1,69 @@
+// The device topology of a communicator: which of a node's ranks can read each other's
+// GPU memory (P2P), decided once, at the communicator's first device call, before any
+// byte of a call moves, and the same on every rank:
+//   1. each rank's GPU (PCI bus id) is exchanged inside the node;
+//   2. each rank says, for every peer, whether it may use P2P to the peer's GPU: the same
+//      GPU always; else the node topology (topo/detect.h: a topology file, or detection)
+//      under GCOLL_P2P_LEVEL and GCOLL_P2P_DISABLE, and what CUDA says
+//      (cudaDeviceCanAccessPeer); a pair is P2P only where both of its ranks say so;
+//   3. GCOLL_P2P_CHECK: every P2P pair of distinct GPUs is verified with data (each rank
+//      writes a pattern through its peer's IPC mapping, the owner checks it, with a
+//      bounded wait); a pair that fails is treated as no P2P, with one warning;
+//   4. the node's ranks are cut into islands (cliques of the P2P graph: inside one, every
+//      rank reads every other's memory): one island is today's device engine; several
+//      islands become the device engine's "nodes" (its own Topology: each island a node,
+//      the hop between islands through host memory over the rails' transport, as between
+//      nodes), so that one pair without P2P never sends the whole communicator through
+//      the MPI.
+// The outcome is agreed through the agreement path (boot/bootstrap.h): every rank of the
+// node sees the same gathered verdicts; whether any node has several islands is agreed
+// over the communicator.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "topo/node_topo.h"
+#include "topo/topology.h"
+
+namespace gcoll {
+
+// What one node's ranks found (pure: unit-tested from verdict matrices).
+struct NodeIslands {
+  std::vector<int> island;  // local rank -> island id (its lowest local rank)
+  int count = 1;            // islands on the node
+  topo::TopoClass cls = topo::TopoClass::OneGpu;
+};
+
+// From the node's verdicts: same_gpu[p][q] (the two ranks' GPUs are one), p2p[p][q] (both
+// ranks said P2P, and the probe passed where it ran), nvlink[p][q] (the pair is NVLink in
+// the node topology). Square, symmetric, over local ranks.
+NodeIslands node_islands(const std::vector<std::vector<bool>> &same_gpu, const std::vector<std::vector<bool>> &p2p,
+                         const std::vector<std::vector<bool>> &nvlink);
+
+struct DeviceTopology {
+  NodeIslands node;               // my node's
+  bool split = false;             // some node of the communicator has several islands
+  std::unique_ptr<Topology> topo; // split: the device engine's topology (each island a node)
+  int probe_failures = 0;         // GPU pairs of my node that failed the data probe
+  std::string gpu_bus_id;         // mine
+};
+
+// Collective over `comm` (and its node communicator in `host`): the discovery above, for
+// this rank's GPU `gpu`. ErrComm when an agreement fails; other failures of this rank's
+// part (no device information) count as "no P2P to anyone" for it, never as an error.
+Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, double timeout_s,
+                                DeviceTopology *out);
+
+// gcoll_info --topology: the path each collective would take on device buffers of
+// `bytes` sizes on this node topology, for `ranks` ranks (local rank r on GPU r % GPUs),
+// decided as the engine decides it (P2P verdicts from the model under the settings, a
+// pair marked broken as the data probe would find it, islands, the default selection
+// rules and GCOLL_TUNE). One line per collective.
+std::string device_paths_text(const topo::NodeTopo &t, int ranks);
+
+}  // namespace gcoll
