@@ -28,7 +28,7 @@ int env_int(const char *name) {
 // prints the skip line and exits 77 (CTest's SKIP_RETURN_CODE) on every rank, before
 // anything else can fail; otherwise the rank picks its device from the launcher's
 // local rank (as CUDA-aware MPI applications do), so that the MPI and gcoll initialize
-// on the right device. On the emulated GPU there is one device and no CUDA call.
+// on the right device. On the emulated GPU there is one device, or a topology file's (GCOLL_TOPO_FILE), and no CUDA call.
 void select_device_before_mpi_init() {
   int n = 0;
   int e = gpu_device_count(&n);

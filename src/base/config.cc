@@ -366,7 +366,7 @@ ParsedConfig parse_config(const EnvList &env) {
 }
 
 const char *foreign_env(const char *name) {
-  static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "OMPI_MCA_mpi_yield_when_idle",
+  static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "UCX_NET_DEVICES", "OMPI_MCA_mpi_yield_when_idle",
                                        // the launchers' rank, before MPI_Init (pmpi/load_check.cc)
                                        "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
                                        // the launchers' local rank: the emulated GPU's device

@@ -91,7 +91,8 @@ inline const Config &config() { return process_config().config; }
 
 // Other software's environment variables that gcoll reads as facts, not as its own
 // settings (which live only in the table above): UCX_MM_ERROR_HANDLING (a user's choice
-// wins over the one gcoll makes for its UCX context, src/net/context.cc) and
+// wins over the one gcoll makes for its UCX context, src/net/context.cc), UCX_NET_DEVICES
+// (likewise: the user's choice of NIC wins over gcoll's rail NIC) and
 // OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc), and the
 // launchers' rank variables OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK (who prints the load
 // check's line before MPI_Init, pmpi/load_check.cc), and their local rank variables

@@ -59,6 +59,9 @@ bool may_p2p(const std::string &mine, int gpu, const std::string &peer) {
 }
 
 bool nvlink_pair(const std::string &x, const std::string &y) {
+  // Ranks on one GPU never ask: node_topology() detects (hwloc, NVML) at its first use,
+  // which a node whose ranks share a GPU does not need.
+  if (x.empty() || y.empty() || x == y) return false;
   const topo::NodeTopo &t = topo::node_topology();
   const int a = t.gpu_index(x), b = t.gpu_index(y);
   return a >= 0 && b >= 0 && a != b && topo::gpu_path(t, a, b) == topo::PathClass::Nv;
@@ -246,6 +249,35 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
   out->topo = std::make_unique<Topology>();
   if (!ok(build_topology_islands(comm, host, out->node.island[me], out->topo.get()))) return Status::ErrInternal;
   return Status::Ok;
+}
+
+std::string rail_net_device() {
+  if (!cuda::usable()) return "";
+  cuda::Runtime &rt = cuda::runtime();
+  const int dev = rt.current_device();
+  cuda::DeviceInfo di;
+  if (dev < 0 || !ok(rt.device_info(dev, &di))) return "";
+  const topo::NodeTopo &t = topo::node_topology();
+  const int g = t.gpu_index(topo::pci_bus_id_normalise(di.pci_bus_id));
+  if (g < 0 || t.nics.empty()) return "";
+  std::vector<int> all(t.gpus.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  const int nic = topo::choose_nics(t, all)[g];
+  if (nic < 0) return "";
+  const std::string name = topo::ucx_device_name(t.nics[nic]);
+  if (topo::nic_path(t, g, nic) == topo::PathClass::Sys) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      GCOLL_WARN("GPU %s: its nearest NIC (%s) is across the socket (SYS): traffic between nodes crosses the CPUs' "
+                 "interconnect; UCX_NET_DEVICES chooses another",
+                 t.gpus[g].bus_id.c_str(), t.nics[nic].name.c_str());
+  }
+  if (config().cuda_emulate) {
+    GCOLL_INFO("rail NIC of GPU %s: %s (the emulated GPU's topology file: not applied to UCX)", t.gpus[g].bus_id.c_str(),
+               name.c_str());
+    return "";
+  }
+  return name;
 }
 
 std::string device_paths_text(const topo::NodeTopo &t, int ranks) {

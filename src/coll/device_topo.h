@@ -59,6 +59,14 @@ struct DeviceTopology {
 Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, double timeout_s,
                                 DeviceTopology *out);
 
+// The UCX network device of this process's rails (ucx::Options::net_devices): the NIC
+// nearest its GPU (the current CUDA device) in the node topology, ties spread over the
+// GPUs (topo::choose_nics over every GPU of the node), as UCX names it ("mlx5_0:1").
+// Empty where the process has no GPU, the node no NIC, or on the emulated GPU (whose
+// NICs are a file's, not this machine's: only logged). One warning per process when the
+// nearest NIC is across the socket (SYS).
+std::string rail_net_device();
+
 // gcoll_info --topology: the path each collective would take on device buffers of
 // `bytes` sizes on this node topology, for `ranks` ranks (local rank r on GPU r % GPUs),
 // decided as the engine decides it (P2P verdicts from the model under the settings, a

@@ -61,6 +61,7 @@ Status build(MPI_Comm comm, const EngineSettings &s, std::unique_ptr<Engine> *ou
   if (e->topo.num_nodes > 1 && e->topo.rail_comm != MPI_COMM_NULL) {
     ucx::Options uo;
     uo.flush_owed_on_wait = false;  // every engine call ends with a progress barrier instead
+    uo.net_devices = rail_net_device();  // the NIC nearest this rank's GPU
     ucx::init(uo);                  // the first init's options apply; failures surface in create()
     std::unique_ptr<ucx::Group> group;
     st = ucx::Group::create(e->topo.rail_comm, &group);
@@ -158,6 +159,7 @@ Status Engine::create_device_space(int gpu) {
       st = without_exceptions("device rails between islands", [&] {
         ucx::Options uo;
         uo.flush_owed_on_wait = false;
+        uo.net_devices = rail_net_device();
         ucx::init(uo);
         std::unique_ptr<ucx::Group> group;
         Status s2 = ucx::Group::create(island_topo->rail_comm, &group);

@@ -121,6 +121,17 @@ Status init_locked(State &s) {
                  ucs_status_string(us));
   }
 
+  // The rail NIC chosen from the node topology (transport.h: Options::net_devices); a
+  // device the UCX does not have leaves it with no network device, which the group's
+  // creation reports (every rank then agrees to use the MPI).
+  if (!s.net_devices.empty() && foreign_env("UCX_NET_DEVICES") == nullptr) {
+    us = ucp_config_modify(config, "NET_DEVICES", s.net_devices.c_str());
+    if (us == UCS_OK)
+      GCOLL_INFO("ucx: network device %s (the NIC nearest this rank's GPU)", s.net_devices.c_str());
+    else
+      GCOLL_INFO("ucx: cannot set NET_DEVICES=%s (%s)", s.net_devices.c_str(), ucs_status_string(us));
+  }
+
   int world_size = 1;
   if (initialized && !finalized) PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
   ucp_params_t params{};
@@ -190,6 +201,7 @@ Status init(const Options &options) {
   if (s.phase == Phase::Failed) return s.init_status;
   s.peer_mode = options.peer_failure_detection;
   s.flush_owed = options.flush_owed_on_wait;
+  s.net_devices = options.net_devices;
   Status r = init_locked(s);
   if (r != Status::Ok) {
     s.phase = Phase::Failed;

@@ -64,6 +64,11 @@ struct Options {
   // false: the caller guarantees it keeps progressing until its peers' sends completed
   // (the engine ends every call with progress_barrier on the group's communicator).
   bool flush_owed_on_wait = true;
+  // UCX_NET_DEVICES of gcoll's own UCX configuration (ucp_config_modify: the environment
+  // and other UCX users are untouched): the rail NIC nearest this rank's GPU
+  // (coll/device_topo.h: rail_net_device). Empty, or UCX_NET_DEVICES set by the user: UCX
+  // chooses.
+  std::string net_devices;
 };
 
 // Process-wide UCP context + worker, created on first use. Idempotent; a failure is

@@ -107,6 +107,7 @@ struct State {
   std::atomic<bool> logged_no_peer_mode{false};
   bool peer_mode = true;  // Options::peer_failure_detection of the init that made it
   bool flush_owed = true; // Options::flush_owed_on_wait
+  std::string net_devices; // Options::net_devices
 };
 
 // The process-wide state (context.cc).

@@ -201,6 +201,8 @@ class HwlocReader {
         n.pci = pci_node(p);
         n.bus_id = t_->pci[n.pci].bus_id;
         n.numa = t_->pci[n.pci].numa;
+        // An RDMA device's first port, as UCX and NCCL name it (mlx5_0:1).
+        if (o->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) n.attrs.emplace_back("port", "1");
         t_->nics.push_back(std::move(n));
       }
     }

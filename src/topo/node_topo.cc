@@ -334,5 +334,11 @@ TopoClass classify(const NodeTopo &t, const std::vector<int> &gpus, const std::v
   return nv_pairs == pairs ? TopoClass::NvlinkAll : TopoClass::PcieAll;
 }
 
+std::string ucx_device_name(const Nic &n) {
+  for (const auto &kv : n.attrs)
+    if (kv.first == "port" && !kv.second.empty()) return n.name + ":" + kv.second;
+  return n.name;
+}
+
 }  // namespace topo
 }  // namespace gcoll

@@ -125,6 +125,9 @@ std::vector<int> find_ring(const std::vector<std::vector<bool>> &m, const std::v
 // in use, repeats allowed), the nearest NIC by nic_path; ties spread round robin over the
 // tied NICs in the order the GPUs come. -1 where there is no NIC.
 std::vector<int> choose_nics(const NodeTopo &t, const std::vector<int> &gpus);
+// The NIC's device as UCX names it (UCX_NET_DEVICES): "mlx5_0:1" (its port attribute,
+// NCCL's net port), else the name itself ("eth0").
+std::string ucx_device_name(const Nic &n);
 
 // Whole-node summary of the GPUs in `gpus` (indices, repeats allowed) for P2P verdicts
 // p2p (over the same indices as t.gpus): what the path choice and the stats name.

@@ -375,6 +375,17 @@ TEST(TopoGraph, RingSearchIsBoundedOn16Vertices) {
   expect_ring(m, all, find_ring(m, all));
 }
 
+// What gcoll's UCX configuration gets as NET_DEVICES: the RDMA device with its port.
+TEST(TopoNics, UcxDeviceName) {
+  const NodeTopo h = load("hgx_h100.xml");
+  ASSERT_GE(h.nics.size(), 2u);
+  EXPECT_EQ(ucx_device_name(h.nics[0]), "mlx5_0:1");
+  EXPECT_EQ(ucx_device_name(h.nics[1]), "mlx5_1:1");
+  Nic eth;
+  eth.name = "eth0";
+  EXPECT_EQ(ucx_device_name(eth), "eth0");  // no port: the interface itself
+}
+
 TEST(TopoNics, Choose) {
   const NodeTopo h = load("hgx_h100.xml");
   std::vector<int> gpus = all_gpus(h);
