@@ -30,10 +30,12 @@ import argparse
 import json
 import os
 import shlex
-import signal
-import subprocess
 import sys
 import tempfile
+
+# The runner with its timeout (the process group killed), shared with the stats check.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_stats_check import run  # noqa: E402
 
 CLASSES = ("one_gpu", "nvlink", "pcie", "islands", "no_p2p")
 
@@ -58,26 +60,6 @@ def parse_args(argv):
     return a
 
 
-def run(cmd, env, timeout):
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out, False
-    except subprocess.TimeoutExpired:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                out, _ = proc.communicate(timeout=10)
-                return proc.returncode, out or "", True
-            except subprocess.TimeoutExpired:
-                continue
-        return proc.returncode, "", True
-
-
 def main(argv):
     a = parse_args(argv)
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("GCOLL_")}
@@ -96,8 +78,9 @@ def main(argv):
     print("topo_check: %s, np %d, expecting %s" % (os.path.basename(a.topo), a.np, a.expect_class))
     print("topo_check: running: %s" % " ".join(shlex.quote(c) for c in cmd))
     sys.stdout.flush()
-    rc, out, timed_out = run(cmd, env, a.timeout)
+    rc, out, err, timed_out = run(cmd, env, a.timeout)
     print(out.rstrip("\n"))
+    print(err.rstrip("\n"))
     failures = []
     if timed_out:
         failures.append("timed out after %.0f s" % a.timeout)

@@ -168,6 +168,13 @@ WaitFacts wait_facts() {
 // cost the others nothing. Without oversubscription (auto) a wait yields, which costs
 // nothing when no one else is runnable, and sleeps only past 1 ms (a peer that is late,
 // e.g. load imbalance in the application), 50 us at a time as before.
+namespace detail {
+std::atomic<WaitProgressHook> g_wait_progress_hook{nullptr};
+thread_local int tl_wait_in_call __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace detail
+
+void wait_set_progress_hook(WaitProgressHook h) { detail::g_wait_progress_hook.store(h, std::memory_order_relaxed); }
+
 void WaitPolicy::slow_pause() {
   const std::uint64_t k = polls_ - kSpinPolls;
   if (mode_ == WaitMode::Yield || k <= kYieldPolls) {

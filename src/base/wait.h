@@ -27,6 +27,7 @@
 // issue 12 measured a 50x slowdown of 4 jobs on 16 cores from that alone.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -61,6 +62,35 @@ WaitFacts wait_facts();
 // runnable threads (refreshed at most every 10 ms, by whichever wait asks).
 bool wait_oversubscribed();
 
+// The MPI's own progress while gcoll waits inside an intercepted call. An MPI may need a
+// rank that has already returned from a collective to keep calling into it (MPICH 5's
+// shared-memory and UCX paths, seen with the MPI-5 ABI wheel: a peer still inside the
+// reference PMPI_Allgather waited for a rank that had moved on into gcoll's engine and
+// only polled gcoll's own transport: a hang). Without gcoll that rank's next MPI call
+// would have made progress; so every wait inside an intercepted call pokes the MPI
+// (pmpi/runtime.cc installs the hook: PMPI_Iprobe), every kProgressPolls polls while it
+// spins and at every pause after that. Only on the thread that is inside the call
+// (WaitCallScope), so that no helper thread ever calls the MPI.
+using WaitProgressHook = void (*)();
+void wait_set_progress_hook(WaitProgressHook h);
+namespace detail {
+extern std::atomic<WaitProgressHook> g_wait_progress_hook;
+extern thread_local int tl_wait_in_call __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+// Marks the calling thread as inside an intercepted MPI call (pmpi/call.h: run_call).
+class WaitCallScope {
+ public:
+  WaitCallScope() { ++detail::tl_wait_in_call; }
+  ~WaitCallScope() { --detail::tl_wait_in_call; }
+  WaitCallScope(const WaitCallScope &) = delete;
+  WaitCallScope &operator=(const WaitCallScope &) = delete;
+};
+inline void wait_progress_mpi() {
+  if (detail::tl_wait_in_call <= 0) return;
+  const WaitProgressHook h = detail::g_wait_progress_hook.load(std::memory_order_relaxed);
+  if (h) h();
+}
+
 class WaitPolicy {
  public:
   using Clock = std::chrono::steady_clock;
@@ -71,9 +101,11 @@ class WaitPolicy {
   // One step of waiting between two polls.
   void pause() {
     if (++polls_ <= kSpinPolls || mode_ == WaitMode::Spin) {
+      if ((polls_ & (kProgressPolls - 1)) == 0) wait_progress_mpi();
       cpu_relax();
       return;
     }
+    wait_progress_mpi();
     slow_pause();
   }
 
@@ -91,6 +123,7 @@ class WaitPolicy {
 
   // Tunables (see wait.cc for why these values).
   static constexpr std::uint64_t kSpinPolls = 64;     // polls before the first yield
+  static constexpr std::uint64_t kProgressPolls = 64; // spinning: the MPI's progress every this many polls (power of 2)
   static constexpr std::uint64_t kYieldPolls = 32;    // yields before the first sleep (sleep, auto oversubscribed)
   static constexpr int kSleepMinUs = 16;
   static constexpr int kSleepMaxUs = 128;

@@ -37,6 +37,33 @@ TEST(Wait, SettingIsInTheTable) {
   EXPECT_FALSE(parse_config({{"GCOLL_WAIT", "busy"}}).messages.empty());
 }
 
+// The MPI's progress during waits: only on a thread inside an intercepted call, while it
+// spins (every kProgressPolls polls) and at every pause after that; never elsewhere (a
+// helper thread must not call the MPI).
+int g_progress_calls = 0;
+void count_progress() { ++g_progress_calls; }
+
+TEST(Wait, MpiProgressOnlyInsideACall) {
+  wait_set_progress_hook(count_progress);
+  g_progress_calls = 0;
+  {
+    WaitPolicy w(WaitMode::Spin);
+    for (int i = 0; i < 1000; ++i) w.pause();
+  }
+  EXPECT_EQ(g_progress_calls, 0);  // not inside a call
+  {
+    WaitCallScope in_call;
+    WaitPolicy w(WaitMode::Spin);
+    for (std::uint64_t i = 0; i < 10 * WaitPolicy::kProgressPolls; ++i) w.pause();
+    EXPECT_EQ(g_progress_calls, 10);
+    WaitPolicy y(WaitMode::Yield);
+    g_progress_calls = 0;
+    for (std::uint64_t i = 0; i < WaitPolicy::kSpinPolls + 5; ++i) y.pause();
+    EXPECT_EQ(g_progress_calls, 1 + 5);  // once while spinning, then at every pause
+  }
+  wait_set_progress_hook(nullptr);
+}
+
 TEST(Wait, SpinNeverSleeps) {
   WaitPolicy w(WaitMode::Spin);
   for (int i = 0; i < 100000; ++i) w.pause();
