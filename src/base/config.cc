@@ -186,7 +186,7 @@ const std::vector<SettingDef> kSettings = {
      "The farthest path between two GPUs over which they read each other's memory (CUDA IPC), in NCCL's and "
      "nvidia-smi topo -m's words: LOC never between different GPUs, NVL NVLink only, PIX one PCIe switch, "
      "PXB several PCIe switches (default, as NCCL), PHB through a CPU host bridge, NODE between host bridges "
-     "of one NUMA node, SYS across sockets. NVLink is always used. GPU pairs beyond it go through host memory.",
+     "of one NUMA node, SYS across sockets. NVLink is used at every level but LOC. GPU pairs beyond it go through host memory.",
      [](Config &c, const Value &v) { c.p2p_level = static_cast<P2pLevel>(v.choice); }},
     {"GCOLL_P2P_DISABLE", SettingType::Bool, "0", nullptr,
      "1: never P2P between different GPUs (ranks on one GPU still share it); as NCCL_P2P_DISABLE.",

@@ -52,7 +52,7 @@ bool may_p2p(const std::string &mine, int gpu, const std::string &peer) {
   const topo::NodeTopo &t = topo::node_topology();
   const int a = t.gpu_index(mine), b = t.gpu_index(peer);
   if (a >= 0 && b >= 0 && !topo::p2p_allowed(t, a, b, c.p2p_level, c.p2p_disable)) return false;
-  if ((a < 0 || b < 0) && c.p2p_level == P2pLevel::Loc) return false;
+  if (c.p2p_level == P2pLevel::Loc) return false;  // never between different GPUs
   // CUDA must see the peer's GPU (IPC maps it there) and allow peer access to it.
   const int peer_dev = ordinal_of(peer);
   return peer_dev >= 0 && cuda::runtime().can_access_peer(gpu, peer_dev);

@@ -177,7 +177,8 @@ PairState pair_state(const NodeTopo &t, int a, int b) {
 bool p2p_allowed(const NodeTopo &t, int a, int b, P2pLevel level, bool disable) {
   if (!valid_gpu(t, a) || !valid_gpu(t, b)) return false;
   if (a == b) return true;
-  if (disable || pair_state(t, a, b) == PairState::Denied) return false;
+  // LOC: never between different GPUs (as NCCL_P2P_LEVEL=LOC), NVLink included.
+  if (disable || level == P2pLevel::Loc || pair_state(t, a, b) == PairState::Denied) return false;
   const PathClass p = gpu_path(t, a, b);
   if (p == PathClass::Nv) return true;
   return static_cast<int>(p) <= static_cast<int>(level);

@@ -101,8 +101,8 @@ PathClass nic_path(const NodeTopo &t, int gpu, int nic);
 PathClass pci_path(const NodeTopo &t, int a, int b);
 
 // Whether gcoll lets GPUs a and b read each other's memory (before the data probe): the
-// same GPU always; never where the pair is Denied or `disable`; NVLink always; else the
-// PCI path up to `level`.
+// same GPU always; never where the pair is Denied, `disable` or level LOC; NVLink
+// always otherwise; else the PCI path up to `level`.
 bool p2p_allowed(const NodeTopo &t, int a, int b, P2pLevel level, bool disable);
 // What CUDA itself reports for the pair on such a machine (cudaDeviceCanAccessPeer): not
 // Denied, and not across NUMA nodes without NVLink (the emulated GPU's answer).

@@ -272,7 +272,7 @@ TEST(TopoP2p, PerLevel) {
 
   const NodeTopo d = load("dgx1_v100.xml");
   EXPECT_TRUE(p2p_allowed(d, 0, 4, P2pLevel::Nvl, false));  // NVLink across sockets
-  EXPECT_TRUE(p2p_allowed(d, 0, 4, P2pLevel::Loc, false));
+  EXPECT_FALSE(p2p_allowed(d, 0, 4, P2pLevel::Loc, false));  // LOC: never, NVLink included (as NCCL)
   EXPECT_FALSE(p2p_allowed(d, 0, 4, P2pLevel::Sys, true));
   EXPECT_FALSE(p2p_allowed(d, 0, 5, P2pLevel::Pxb, false));
   EXPECT_TRUE(p2p_hardware(d, 0, 4));
