@@ -67,7 +67,7 @@ bool wait_oversubscribed();
 // shared-memory and UCX paths, seen with the MPI-5 ABI wheel: a peer still inside the
 // reference PMPI_Allgather waited for a rank that had moved on into gcoll's engine and
 // only polled gcoll's own transport: a hang). Without gcoll that rank's next MPI call
-// would have made progress; so every wait inside an intercepted call pokes the MPI
+// would have made progress; so every wait inside an engine call pokes the MPI
 // (pmpi/runtime.cc installs the hook: PMPI_Iprobe), every kProgressPolls polls while it
 // spins and at every pause after that. Only on the thread that is inside the call
 // (WaitCallScope), so that no helper thread ever calls the MPI.
@@ -77,7 +77,8 @@ namespace detail {
 extern std::atomic<WaitProgressHook> g_wait_progress_hook;
 extern thread_local int tl_wait_in_call __attribute__((tls_model("initial-exec")));
 }  // namespace detail
-// Marks the calling thread as inside an intercepted MPI call (pmpi/call.h: run_call).
+// Marks the calling thread as inside an intercepted MPI call's engine run (coll/team.cc:
+// Team::run_engine; not on the passthrough path, which waits for nothing of gcoll's).
 class WaitCallScope {
  public:
   WaitCallScope() { ++detail::tl_wait_in_call; }

@@ -1,10 +1,15 @@
 #include "coll/team.h"
 
+#include "base/wait.h"
 #include "coll/team_call.h"
 
 namespace gcoll {
 
 Status Team::run_engine(const CollArgs &a, int gpu, EngineRecord *rec) {
+  // The engine's waits (its setup's agreements, syncs with node peers, the rails) keep the
+  // MPI progressing (base/wait.h). Only here: the other paths of a call wait for nothing
+  // but this rank's own GPU or the MPI itself, and the passthrough path stays untouched.
+  WaitCallScope in_call;
   Engine *e = nullptr;
   EngineSettings es;
   es.usable = engine_settings;

@@ -9,7 +9,6 @@
 #include <cstdint>
 
 #include "base/stats.h"
-#include "base/wait.h"
 #include "coll/team_call.h"
 #include "pmpi/comm_state.h"
 #include "pmpi/errors.h"
@@ -47,7 +46,6 @@ inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Pr
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int run_call(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi,
                     Staged &&staged, Bytes &&bytes) {
-  WaitCallScope in_call;  // gcoll's waits during this call keep the MPI progressing (base/wait.h)
   return guarded(
       comm, func, [&] { return dispatch(coll, func, comm, bufs, prepare, mpi, staged, bytes); },
       [&] { process_stats().record(coll, Path::Error, 0); });
