@@ -9,17 +9,11 @@
 
 #include "topo/node_topo.h"
 #include "topo/topo_xml.h"
+#include "topo_files.h"
 
 namespace gcoll {
 namespace topo {
 namespace {
-
-NodeTopo load(const std::string &name) {
-  NodeTopo t;
-  std::string err;
-  EXPECT_TRUE(read_topo_file(std::string(GCOLL_TOPO_DIR) + "/" + name, &t, &err)) << err;
-  return t;
-}
 
 using Matrix = std::vector<std::vector<bool>>;
 

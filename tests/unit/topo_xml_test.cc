@@ -11,6 +11,7 @@
 
 #include "topo/node_topo.h"
 #include "topo/topo_xml.h"
+#include "topo_files.h"
 
 namespace gcoll {
 namespace topo {
@@ -19,13 +20,6 @@ namespace {
 const std::vector<std::string> kFiles = {"one_gpu.xml",      "hgx_h100.xml",     "dgx1_v100.xml",
                                          "dgx1_ring4.xml",   "dgx1_noring4.xml", "pcie_2socket.xml",
                                          "cloud_vm_nop2p.xml", "broken4.xml"};
-
-NodeTopo load(const std::string &name) {
-  NodeTopo t;
-  std::string err;
-  EXPECT_TRUE(read_topo_file(std::string(GCOLL_TOPO_DIR) + "/" + name, &t, &err)) << err;
-  return t;
-}
 
 NodeTopo parse(const std::string &text) {
   NodeTopo t;
