@@ -16,6 +16,17 @@
 //   OP    MPI_Op
 //   ROOT  int             a rank
 //   COMM  MPI_Comm
+// Arrays of one entry per rank (MPI_Count / MPI_Aint in the large-count form, INTEGER in
+// Fortran), by the ranks they describe and where the MPI reads them:
+//   CNTS        const int[]  counts, every rank: one per rank of the communicator (of the
+//                            remote group on an intercommunicator)
+//   DISPLS      const int[]  displacements, likewise
+//   ROOTCNTS    const int[]  counts the root alone gives (intercommunicator: MPI_ROOT)
+//   ROOTDISPLS  const int[]  displacements the root alone gives
+//   LOCALCNTS   const int[]  counts, every rank: one per rank of its own group
+// (The large-count form converts them to int arrays of that length, pmpi/call_kinds.h.)
+// Collectives the engine has no algorithm for (Reduce and the ones after it) are still
+// seen, counted and, on device buffers, staged (coll/staged.h).
 // No MPI type appears here: the kinds are spelled out where they are used (base/pp.h maps
 // over the list).
 #pragma once
@@ -29,4 +40,20 @@
   X(Allgather, allgather, ALLGATHER, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),      \
     (CNT, recvcount), (DT, recvtype), (COMM, comm))                                                          \
   X(Reduce_scatter_block, reduce_scatter_block, REDUCE_SCATTER_BLOCK, (SBUF, sendbuf), (RBUF, recvbuf),      \
-    (CNT, recvcount), (DT, datatype), (OP, op), (COMM, comm))
+    (CNT, recvcount), (DT, datatype), (OP, op), (COMM, comm))                                                \
+  X(Reduce, reduce, REDUCE, (SBUF, sendbuf), (RBUF, recvbuf), (CNT, count), (DT, datatype), (OP, op),          \
+    (ROOT, root), (COMM, comm))                                                                              \
+  X(Gather, gather, GATHER, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),               \
+    (CNT, recvcount), (DT, recvtype), (ROOT, root), (COMM, comm))                                            \
+  X(Scatter, scatter, SCATTER, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),            \
+    (CNT, recvcount), (DT, recvtype), (ROOT, root), (COMM, comm))                                            \
+  X(Alltoall, alltoall, ALLTOALL, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),         \
+    (CNT, recvcount), (DT, recvtype), (COMM, comm))                                                          \
+  X(Reduce_scatter, reduce_scatter, REDUCE_SCATTER, (SBUF, sendbuf), (RBUF, recvbuf), (LOCALCNTS, recvcounts), \
+    (DT, datatype), (OP, op), (COMM, comm))                                                                  \
+  X(Allgatherv, allgatherv, ALLGATHERV, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),   \
+    (CNTS, recvcounts), (DISPLS, displs), (DT, recvtype), (COMM, comm))                                      \
+  X(Gatherv, gatherv, GATHERV, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),            \
+    (ROOTCNTS, recvcounts), (ROOTDISPLS, displs), (DT, recvtype), (ROOT, root), (COMM, comm))                \
+  X(Scatterv, scatterv, SCATTERV, (SBUF, sendbuf), (ROOTCNTS, sendcounts), (ROOTDISPLS, displs),              \
+    (DT, sendtype), (RBUF, recvbuf), (CNT, recvcount), (DT, recvtype), (ROOT, root), (COMM, comm))

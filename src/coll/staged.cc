@@ -107,6 +107,16 @@ void Stager::copy_out(void *dev, const void *host, const Span &s) {
     m.fail("copy of the result back to device memory failed");
 }
 
+void Stager::copy_in(const void *dev, void *host, const Span &s) {
+  Impl &m = *impl_;
+  if (m.failed || !s.bytes) return;
+  if (!ok(rt().order_after_default_streams(m.stream, m.order)) ||
+      !ok(rt().memcpy_async(static_cast<char *>(host) + s.lo, static_cast<const char *>(dev) + s.lo, s.bytes,
+                            m.stream)) ||
+      !ok(rt().stream_synchronize(m.stream)))
+    m.fail("copy of a device buffer to host memory failed");
+}
+
 bool Stager::failed() const { return impl_->failed; }
 
 StagedResult Stager::result(int mpi_rc) const {
@@ -198,6 +208,306 @@ StagedResult staged_reduce_scatter_block(const void *sendbuf, void *recvbuf, int
   const int rc = PMPI_Reduce_scatter_block(hsend, hrecv, recvcount, datatype, op, comm);
   // Only the result goes back (in place, the rest of the input stays as it was).
   if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, out);
+  return st.result(rc);
+}
+
+RootRole root_role(MPI_Comm comm, int root) {
+  RootRole r;
+  int inter = 0, size = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
+      PMPI_Comm_rank(comm, &r.rank) != MPI_SUCCESS)
+    return r;
+  r.inter = inter != 0;
+  r.n = size;
+  if (r.inter) {
+    if (PMPI_Comm_remote_size(comm, &r.n) != MPI_SUCCESS) return r;
+    r.valid = root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < r.n);
+    r.root = root == MPI_ROOT;
+    r.member = r.valid && root >= 0;
+  } else {
+    r.valid = root >= 0 && root < size;
+    r.root = r.valid && root == r.rank;
+    r.member = r.valid;
+  }
+  if (!r.valid) r.root = r.member = false;
+  return r;
+}
+
+int group_size(MPI_Comm comm) {
+  int inter = 0, n = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) PMPI_Comm_remote_size(comm, &n);
+  else PMPI_Comm_size(comm, &n);
+  return n;
+}
+
+namespace {
+
+// `count` elements of `type` starting `displ` extents into the buffer. false: the MPI
+// would reject the count or the type.
+bool block_span(int count, long long displ, MPI_Datatype type, Span *out) {
+  if (!span_of(count, type, out)) return false;
+  if (count == 0) return true;
+  MPI_Aint lb = 0, ext = 0;
+  if (PMPI_Type_get_extent(type, &lb, &ext) != MPI_SUCCESS) return false;
+  out->lo += static_cast<MPI_Aint>(displ) * ext;
+  return true;
+}
+
+// n blocks: block i of counts[i] elements at displs[i] extents (skip: a block left out, or
+// -1). false: a count or the type the MPI would reject.
+bool blocks_of(int n, const int *counts, const long long *displs, MPI_Datatype type, int skip,
+               std::vector<Span> *out) {
+  for (int i = 0; i < n; ++i) {
+    Span s;
+    if (!block_span(counts[i], displs[i], type, &s)) return false;
+    if (i != skip && s.bytes) out->push_back(s);
+  }
+  return true;
+}
+
+// The same blocks as the byte runs they cover: sorted, overlapping and touching ones
+// joined (a run holds no byte outside the blocks).
+std::vector<Span> runs_of(std::vector<Span> v) {
+  std::sort(v.begin(), v.end(), [](const Span &a, const Span &b) { return a.lo < b.lo; });
+  std::vector<Span> r;
+  for (const Span &s : v) {
+    if (!s.bytes) continue;
+    const MPI_Aint end = s.lo + static_cast<MPI_Aint>(s.bytes);
+    if (!r.empty() && s.lo <= r.back().lo + static_cast<MPI_Aint>(r.back().bytes)) {
+      Span &b = r.back();
+      b.bytes = static_cast<std::size_t>(std::max(end, b.lo + static_cast<MPI_Aint>(b.bytes)) - b.lo);
+      b.holes = b.holes || s.holes;
+    } else {
+      r.push_back(s);
+    }
+  }
+  return r;
+}
+
+bool any_holes(const std::vector<Span> &v) {
+  for (const Span &s : v)
+    if (s.holes) return true;
+  return false;
+}
+
+// The host copy of the device buffer `dev` of a call that reads the spans `reads` of it
+// and writes `writes` (relative to the buffer): one pinned buffer over all of them; what
+// the MPI reads copied in, and the blocks it writes too where their datatype has holes
+// (the holes go back as they were).
+void *stage_in(Stager &st, const void *dev, const std::vector<Span> &reads, const std::vector<Span> &writes) {
+  std::vector<Span> all = reads;
+  all.insert(all.end(), writes.begin(), writes.end());
+  const std::vector<Span> every = runs_of(all);
+  static char nothing;  // a host address all the same: no device pointer reaches the MPI
+  if (every.empty()) return &nothing;
+  Span cover;
+  cover.lo = every.front().lo;
+  cover.bytes = static_cast<std::size_t>(every.back().lo + static_cast<MPI_Aint>(every.back().bytes) - cover.lo);
+  void *h = st.host_copy(dev, cover, false);
+  if (st.failed()) return nullptr;
+  std::vector<Span> in = reads;
+  if (any_holes(writes)) in.insert(in.end(), writes.begin(), writes.end());
+  for (const Span &r : runs_of(in)) st.copy_in(dev, h, r);
+  return h;
+}
+
+// Copies back what the MPI wrote: the runs of `writes`, nothing between them.
+void stage_out(Stager &st, void *dev, const void *host, const std::vector<Span> &writes) {
+  for (const Span &r : runs_of(writes)) st.copy_out(dev, host, r);
+}
+
+// n blocks of `count` elements, block i at i x count (a scalar-count collective's buffer
+// at the root, or an alltoall's).
+bool even_blocks(int n, int count, MPI_Datatype type, int skip, std::vector<Span> *out) {
+  std::vector<int> counts(static_cast<std::size_t>(n), count);
+  std::vector<long long> displs(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) displs[static_cast<std::size_t>(i)] = static_cast<long long>(i) * count;
+  return blocks_of(n, counts.data(), displs.data(), type, skip, out);
+}
+
+bool displaced_blocks(int n, const int *counts, const int *displs, MPI_Datatype type, int skip,
+                      std::vector<Span> *out) {
+  if (n > 0 && (!counts || !displs)) return false;
+  std::vector<long long> d(displs, displs + n);
+  return blocks_of(n, counts, d.data(), type, skip, out);
+}
+
+std::vector<Span> one(const Span &s) { return s.bytes ? std::vector<Span>{s} : std::vector<Span>{}; }
+
+}  // namespace
+
+StagedResult staged_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                           MPI_Comm comm, StagedBuffers b) {
+  Span s;
+  if (!span_of(count, datatype, &s)) return {PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm)};
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = st.host_copy(sendbuf, s, true);
+  if (b.recv_device) hrecv = st.host_copy(recvbuf, s, in_place || s.holes);  // the root's
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Reduce(hsend, hrecv, count, datatype, op, root, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, s);
+  return st.result(rc);
+}
+
+StagedResult staged_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, int root, MPI_Comm comm, StagedBuffers b) {
+  const RootRole r = root_role(comm, root);
+  const bool in_place = r.root && !r.inter && sendbuf == MPI_IN_PLACE;
+  Span ss;
+  std::vector<Span> blocks;  // the root's: every block but its own in place
+  if (!r.valid || (b.send_device && !span_of(sendcount, sendtype, &ss)) ||
+      (b.recv_device && !even_blocks(r.n, recvcount, recvtype, in_place ? r.rank : -1, &blocks)))
+    return {PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)};
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = st.host_copy(sendbuf, ss, true);
+  if (b.recv_device) hrecv = stage_in(st, recvbuf, {}, blocks);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Gather(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, root, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, blocks);
+  return st.result(rc);
+}
+
+StagedResult staged_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm, StagedBuffers b) {
+  const RootRole r = root_role(comm, root);
+  const bool in_place = r.root && !r.inter && recvbuf == MPI_IN_PLACE;
+  Span rs;
+  std::vector<Span> blocks;  // the root's: every block but its own in place
+  if (!r.valid || (b.recv_device && !span_of(recvcount, recvtype, &rs)) ||
+      (b.send_device && !even_blocks(r.n, sendcount, sendtype, in_place ? r.rank : -1, &blocks)))
+    return {PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)};
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = stage_in(st, sendbuf, blocks, {});
+  if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, rs.holes);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Scatter(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, root, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, rs);
+  return st.result(rc);
+}
+
+StagedResult staged_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                             MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const int n = group_size(comm);
+  // In place: the receive buffer holds the input and the result, both n blocks.
+  std::vector<Span> sblocks, rblocks;
+  if ((b.send_device && !even_blocks(n, sendcount, sendtype, -1, &sblocks)) ||
+      (b.recv_device && !even_blocks(n, recvcount, recvtype, -1, &rblocks)))
+    return {PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)};
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = stage_in(st, sendbuf, sblocks, {});
+  if (b.recv_device) hrecv = stage_in(st, recvbuf, in_place ? rblocks : std::vector<Span>{}, rblocks);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Alltoall(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, rblocks);
+  return st.result(rc);
+}
+
+StagedResult staged_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                                   MPI_Op op, MPI_Comm comm, StagedBuffers b) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  int n = 0, rank = 0;
+  PMPI_Comm_size(comm, &n);
+  PMPI_Comm_rank(comm, &rank);
+  // The input: the blocks of every rank one after the other (in place: in the receive
+  // buffer); the result: this rank's block at the start of the receive buffer.
+  std::vector<Span> input, result;
+  std::vector<long long> at(static_cast<std::size_t>(n > 0 ? n : 0));
+  bool good = n > 0 && recvcounts != nullptr && rank >= 0 && rank < n;
+  for (int i = 0; good && i < n; ++i) at[static_cast<std::size_t>(i)] = i ? at[i - 1] + recvcounts[i - 1] : 0;
+  Span out;
+  if (!good || !blocks_of(n, recvcounts, at.data(), datatype, -1, &input) ||
+      !span_of(recvcounts[rank], datatype, &out))
+    return {PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)};
+  result = one(out);
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = stage_in(st, sendbuf, input, {});
+  if (b.recv_device) hrecv = stage_in(st, recvbuf, in_place ? input : std::vector<Span>{}, result);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Reduce_scatter(hsend, hrecv, recvcounts, datatype, op, comm);
+  // Only the result goes back (in place, the rest of the input stays as it was).
+  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, result);
+  return st.result(rc);
+}
+
+StagedResult staged_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                               StagedBuffers b) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const int n = group_size(comm);
+  int rank = -1;
+  PMPI_Comm_rank(comm, &rank);
+  // In place: this rank's block is its input, every other block the MPI writes.
+  Span ss;
+  std::vector<Span> mine, others;
+  if ((b.send_device && !span_of(sendcount, sendtype, &ss)) ||
+      (b.recv_device && (!displaced_blocks(n, recvcounts, displs, recvtype, in_place ? rank : -1, &others) ||
+                         (in_place && (rank < 0 || rank >= n ||
+                                       !blocks_of(1, recvcounts + rank, std::vector<long long>{displs[rank]}.data(),
+                                                  recvtype, -1, &mine))))))
+    return {PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)};
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = st.host_copy(sendbuf, ss, true);
+  if (b.recv_device) hrecv = stage_in(st, recvbuf, mine, others);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Allgatherv(hsend, sendcount, sendtype, hrecv, recvcounts, displs, recvtype, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, others);
+  return st.result(rc);
+}
+
+StagedResult staged_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+                            StagedBuffers b) {
+  const RootRole r = root_role(comm, root);
+  const bool in_place = r.root && !r.inter && sendbuf == MPI_IN_PLACE;
+  Span ss;
+  std::vector<Span> blocks;  // the root's: every block but its own in place
+  if (!r.valid || (b.send_device && !span_of(sendcount, sendtype, &ss)) ||
+      (b.recv_device && !displaced_blocks(r.n, recvcounts, displs, recvtype, in_place ? r.rank : -1, &blocks)))
+    return {PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)};
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = st.host_copy(sendbuf, ss, true);
+  if (b.recv_device) hrecv = stage_in(st, recvbuf, {}, blocks);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Gatherv(hsend, sendcount, sendtype, hrecv, recvcounts, displs, recvtype, root, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, blocks);
+  return st.result(rc);
+}
+
+StagedResult staged_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                             StagedBuffers b) {
+  const RootRole r = root_role(comm, root);
+  const bool in_place = r.root && !r.inter && recvbuf == MPI_IN_PLACE;
+  Span rs;
+  std::vector<Span> blocks;  // the root's: every block but its own in place
+  if (!r.valid || (b.recv_device && !span_of(recvcount, recvtype, &rs)) ||
+      (b.send_device && !displaced_blocks(r.n, sendcounts, displs, sendtype, in_place ? r.rank : -1, &blocks)))
+    return {PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)};
+  Stager st(b.device);
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = stage_in(st, sendbuf, blocks, {});
+  if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, rs.holes);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = PMPI_Scatterv(hsend, sendcounts, displs, sendtype, hrecv, recvcount, recvtype, root, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, rs);
   return st.result(rc);
 }
 

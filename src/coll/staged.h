@@ -43,6 +43,48 @@ StagedResult staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype s
 StagedResult staged_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                          MPI_Op op, MPI_Comm comm, StagedBuffers b);
 
+// The collectives the engine has no algorithm for: always staged on device buffers. Each
+// copies in what the MPI reads on this rank and copies back only what it writes there (the
+// root's receive buffer of a gather, a v-form's blocks at their displacements; never the
+// bytes between blocks). Invalid arguments (a bad datatype, root or array) go to the MPI as
+// they are, which reports them before touching a buffer; negative counts are the caller's
+// (pmpi/calls: MPICH crashes on some).
+StagedResult staged_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                           MPI_Comm comm, StagedBuffers b);
+StagedResult staged_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, int root, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                             MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                                   MPI_Op op, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                               StagedBuffers b);
+StagedResult staged_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+                            StagedBuffers b);
+StagedResult staged_scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                             StagedBuffers b);
+
+// Where a rooted collective's arguments count on this rank (MPI-4.0 6.1: root-only
+// arguments at the root; on an intercommunicator the root's group passes MPI_ROOT or
+// MPI_PROC_NULL, the other group the root's rank).
+struct RootRole {
+  bool valid = false;   // a root the MPI accepts (else nothing is significant: the MPI reports it)
+  bool root = false;    // this rank is the root: the root-only arguments count
+  bool member = false;  // this rank gives or gets a block (intracommunicator: every rank)
+  bool inter = false;   // an intercommunicator (MPI_IN_PLACE is not allowed there)
+  int rank = -1;        // this rank in its group
+  int n = 0;            // the root's blocks: the communicator's size (intercommunicator: remote group's)
+};
+RootRole root_role(MPI_Comm comm, int root);
+// The ranks a non-rooted collective's blocks are for: the communicator's size (an
+// intercommunicator's remote group).
+int group_size(MPI_Comm comm);
+
 // Inside MPI_Finalize: frees the pooled buffers (pinned staging buffers, the deviators'
 // device scratch) and the staging streams (before the application may reset its devices;
 // mem/pinned.h).
@@ -74,6 +116,8 @@ class Stager {
   void *host_copy(const void *dev, const Span &s, bool copy_in);
   // Copies the span of `host` (a pointer from host_copy) back to the device buffer.
   void copy_out(void *dev, const void *host, const Span &s);
+  // Copies the span `s` of the device buffer into `host` (a pointer from host_copy).
+  void copy_in(const void *dev, void *host, const Span &s);
   bool failed() const;
   // The outcome: the MPI's return code, or the staging failure.
   StagedResult result(int mpi_rc) const;

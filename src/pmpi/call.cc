@@ -1,5 +1,6 @@
 #include "pmpi/call.h"
 
+#include "pmpi/call_kinds.h"
 #include "pmpi/collectives.h"
 
 namespace gcoll {
@@ -42,6 +43,42 @@ int comm_size(MPI_Comm comm) {
   int n = 0;
   PMPI_Comm_size(comm, &n);
   return n;
+}
+
+bool any_negative(const int *counts, int n) {
+  for (int i = 0; counts && i < n; ++i)
+    if (counts[i] < 0) return true;
+  return false;
+}
+
+long long sum_of(const int *counts, int n) {
+  long long s = 0;
+  for (int i = 0; counts && i < n; ++i) s += counts[i] > 0 ? counts[i] : 0;
+  return s;
+}
+
+int array_length(MPI_Comm comm, ArrayRanks which, int root) {
+  if (comm == MPI_COMM_NULL) return 0;
+  int inter = 0, n = 0, rank = -1;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+  switch (which) {
+    case ArrayRanks::Local: PMPI_Comm_size(comm, &n); return n;
+    case ArrayRanks::Group:
+      if (inter) PMPI_Comm_remote_size(comm, &n);
+      else PMPI_Comm_size(comm, &n);
+      return n;
+    case ArrayRanks::Root:
+      if (inter) {
+        if (root != MPI_ROOT) return 0;
+        PMPI_Comm_remote_size(comm, &n);
+        return n;
+      }
+      PMPI_Comm_rank(comm, &rank);
+      if (root != rank) return 0;
+      PMPI_Comm_size(comm, &n);
+      return n;
+  }
+  return 0;
 }
 
 int finalize() {

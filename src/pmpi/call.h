@@ -24,6 +24,14 @@ std::uint64_t payload_predefined(long long count, MPI_Datatype type);
 
 bool valid_buffer(const void *p, long long count);
 int comm_size(MPI_Comm comm);
+// The collectives without an engine algorithm (pmpi/calls/reduce.cc and after):
+// whether any of the n counts is negative (an array the MPI reads), their sum, and the
+// bytes of the blocks of a v-form (sum of counts x type size).
+bool any_negative(const int *counts, int n);
+long long sum_of(const int *counts, int n);
+// A prepare() for them: the engine has no algorithm, so it never takes the call (host
+// buffers go to the MPI, device ones are staged, each rank by its own buffers).
+inline bool engine_declines(CollArgs *, PackPlan *) { return false; }
 
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi,

@@ -4,10 +4,51 @@
 #pragma once
 
 #include <climits>
+#include <vector>
 
 #include <mpi.h>
 
 #include "base/coll_list.h"
+
+namespace gcoll {
+
+// The ranks an array argument has an entry for (base/coll_list.h), and where it is read.
+enum class ArrayRanks {
+  Group,  // every rank: the communicator's ranks (an intercommunicator's remote group)
+  Local,  // every rank: its own group's ranks
+  Root,   // the root alone (an intercommunicator's MPI_ROOT), the communicator's ranks
+};
+// The entries of such an array the MPI reads on this rank (0 where it reads none, or
+// where the communicator is not valid: the MPI reports that).
+int array_length(MPI_Comm comm, ArrayRanks which, int root);
+
+// A large-count array (MPI_Count counts, MPI_Aint displacements) as the int array of the
+// int-count form: fits() when every entry the MPI reads is an int (counts: not negative
+// either, as GCOLL_LC_FITS_CNT) and the array is there.
+template <class T>
+class IntArray {
+ public:
+  IntArray(const T *a, int n, bool count) {
+    if (n <= 0) return;
+    if (!a) {
+      fits_ = false;
+      return;
+    }
+    v_.resize(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      if (a[i] > INT_MAX || a[i] < (count ? 0 : INT_MIN)) fits_ = false;
+      v_[static_cast<std::size_t>(i)] = static_cast<int>(a[i]);
+    }
+  }
+  bool fits() const { return fits_; }
+  const int *data() const { return v_.empty() ? nullptr : v_.data(); }
+
+ private:
+  std::vector<int> v_;
+  bool fits_ = true;
+};
+
+}  // namespace gcoll
 
 // C parameters: (KIND, name) -> "type name".
 #define GCOLL_C_PARAM(kind, name) GCOLL_C_PARAM_##kind(name)
@@ -18,6 +59,11 @@
 #define GCOLL_C_PARAM_OP(n) MPI_Op n
 #define GCOLL_C_PARAM_ROOT(n) int n
 #define GCOLL_C_PARAM_COMM(n) MPI_Comm n
+#define GCOLL_C_PARAM_CNTS(n) const int n[]
+#define GCOLL_C_PARAM_DISPLS(n) const int n[]
+#define GCOLL_C_PARAM_ROOTCNTS(n) const int n[]
+#define GCOLL_C_PARAM_ROOTDISPLS(n) const int n[]
+#define GCOLL_C_PARAM_LOCALCNTS(n) const int n[]
 
 // The argument itself.
 #define GCOLL_ARG(kind, name) name
@@ -31,6 +77,31 @@
 #define GCOLL_LC_PARAM_OP(n) MPI_Op n
 #define GCOLL_LC_PARAM_ROOT(n) int n
 #define GCOLL_LC_PARAM_COMM(n) MPI_Comm n
+#define GCOLL_LC_PARAM_CNTS(n) const MPI_Count n[]
+#define GCOLL_LC_PARAM_DISPLS(n) const MPI_Aint n[]
+#define GCOLL_LC_PARAM_ROOTCNTS(n) const MPI_Count n[]
+#define GCOLL_LC_PARAM_ROOTDISPLS(n) const MPI_Aint n[]
+#define GCOLL_LC_PARAM_LOCALCNTS(n) const MPI_Count n[]
+// Statements before the conversion: an array's int copy, <name>_int (IntArray above; the
+// row's communicator is `comm`, its root `root`, as every row of the list names them).
+#define GCOLL_LC_LOCAL(kind, name) GCOLL_LC_LOCAL_##kind(name)
+#define GCOLL_LC_LOCAL_SBUF(n)
+#define GCOLL_LC_LOCAL_RBUF(n)
+#define GCOLL_LC_LOCAL_CNT(n)
+#define GCOLL_LC_LOCAL_DT(n)
+#define GCOLL_LC_LOCAL_OP(n)
+#define GCOLL_LC_LOCAL_ROOT(n)
+#define GCOLL_LC_LOCAL_COMM(n)
+#define GCOLL_LC_LOCAL_CNTS(n) \
+  const gcoll::IntArray<MPI_Count> n##_int(n, gcoll::array_length(comm, gcoll::ArrayRanks::Group, 0), true);
+#define GCOLL_LC_LOCAL_DISPLS(n) \
+  const gcoll::IntArray<MPI_Aint> n##_int(n, gcoll::array_length(comm, gcoll::ArrayRanks::Group, 0), false);
+#define GCOLL_LC_LOCAL_ROOTCNTS(n) \
+  const gcoll::IntArray<MPI_Count> n##_int(n, gcoll::array_length(comm, gcoll::ArrayRanks::Root, root), true);
+#define GCOLL_LC_LOCAL_ROOTDISPLS(n) \
+  const gcoll::IntArray<MPI_Aint> n##_int(n, gcoll::array_length(comm, gcoll::ArrayRanks::Root, root), false);
+#define GCOLL_LC_LOCAL_LOCALCNTS(n) \
+  const gcoll::IntArray<MPI_Count> n##_int(n, gcoll::array_length(comm, gcoll::ArrayRanks::Local, 0), true);
 // A large-count argument passed on as the int-count form's (after GCOLL_LC_FITS).
 #define GCOLL_LC_ARG(kind, name) GCOLL_LC_ARG_##kind(name)
 #define GCOLL_LC_ARG_SBUF(n) n
@@ -40,7 +111,12 @@
 #define GCOLL_LC_ARG_OP(n) n
 #define GCOLL_LC_ARG_ROOT(n) n
 #define GCOLL_LC_ARG_COMM(n) n
-// Whether an argument fits the int-count form (only counts can fail).
+#define GCOLL_LC_ARG_CNTS(n) n##_int.data()
+#define GCOLL_LC_ARG_DISPLS(n) n##_int.data()
+#define GCOLL_LC_ARG_ROOTCNTS(n) n##_int.data()
+#define GCOLL_LC_ARG_ROOTDISPLS(n) n##_int.data()
+#define GCOLL_LC_ARG_LOCALCNTS(n) n##_int.data()
+// Whether an argument fits the int-count form (only counts and arrays can fail).
 #define GCOLL_LC_FITS(kind, name) GCOLL_LC_FITS_##kind(name)
 #define GCOLL_LC_FITS_SBUF(n) true
 #define GCOLL_LC_FITS_RBUF(n) true
@@ -49,6 +125,11 @@
 #define GCOLL_LC_FITS_OP(n) true
 #define GCOLL_LC_FITS_ROOT(n) true
 #define GCOLL_LC_FITS_COMM(n) true
+#define GCOLL_LC_FITS_CNTS(n) n##_int.fits()
+#define GCOLL_LC_FITS_DISPLS(n) n##_int.fits()
+#define GCOLL_LC_FITS_ROOTCNTS(n) n##_int.fits()
+#define GCOLL_LC_FITS_ROOTDISPLS(n) n##_int.fits()
+#define GCOLL_LC_FITS_LOCALCNTS(n) n##_int.fits()
 
 // Fortran parameters (every argument by reference; buffers as addresses).
 #define GCOLL_F_PARAM(kind, name) GCOLL_F_PARAM_##kind(name)
@@ -59,6 +140,11 @@
 #define GCOLL_F_PARAM_OP(n) MPI_Fint *n
 #define GCOLL_F_PARAM_ROOT(n) MPI_Fint *n
 #define GCOLL_F_PARAM_COMM(n) MPI_Fint *n
+#define GCOLL_F_PARAM_CNTS(n) MPI_Fint *n
+#define GCOLL_F_PARAM_DISPLS(n) MPI_Fint *n
+#define GCOLL_F_PARAM_ROOTCNTS(n) MPI_Fint *n
+#define GCOLL_F_PARAM_ROOTDISPLS(n) MPI_Fint *n
+#define GCOLL_F_PARAM_LOCALCNTS(n) MPI_Fint *n
 // Their types alone (for the aliases' declarations).
 #define GCOLL_F_TYPE(kind, name) GCOLL_F_TYPE_##kind
 #define GCOLL_F_TYPE_SBUF void *
@@ -68,7 +154,14 @@
 #define GCOLL_F_TYPE_OP MPI_Fint *
 #define GCOLL_F_TYPE_ROOT MPI_Fint *
 #define GCOLL_F_TYPE_COMM MPI_Fint *
-// Fortran -> C (f2c_buffer: entry_fortran.cc).
+#define GCOLL_F_TYPE_CNTS MPI_Fint *
+#define GCOLL_F_TYPE_DISPLS MPI_Fint *
+#define GCOLL_F_TYPE_ROOTCNTS MPI_Fint *
+#define GCOLL_F_TYPE_ROOTDISPLS MPI_Fint *
+#define GCOLL_F_TYPE_LOCALCNTS MPI_Fint *
+// Fortran -> C (f2c_buffer, f2c_ints: entry_fortran.cc; INTEGER arrays are the int
+// arrays of the C form where MPI_Fint is int, the only case gcoll defines Fortran entry
+// points for).
 #define GCOLL_F_ARG(kind, name) GCOLL_F_ARG_##kind(name)
 #define GCOLL_F_ARG_SBUF(n) f2c_buffer(n)
 #define GCOLL_F_ARG_RBUF(n) f2c_buffer(n)
@@ -77,3 +170,8 @@
 #define GCOLL_F_ARG_OP(n) PMPI_Op_f2c(*n)
 #define GCOLL_F_ARG_ROOT(n) (*n)
 #define GCOLL_F_ARG_COMM(n) PMPI_Comm_f2c(*n)
+#define GCOLL_F_ARG_CNTS(n) f2c_ints(n)
+#define GCOLL_F_ARG_DISPLS(n) f2c_ints(n)
+#define GCOLL_F_ARG_ROOTCNTS(n) f2c_ints(n)
+#define GCOLL_F_ARG_ROOTDISPLS(n) f2c_ints(n)
+#define GCOLL_F_ARG_LOCALCNTS(n) f2c_ints(n)

@@ -31,7 +31,9 @@ GCOLL_COLLS(GCOLL_X)
 // none): a call whose counts fit an int takes gcoll's path like any other (the MPI's own
 // int-count call behind it computes the same); a larger one goes to the MPI's large-count
 // call and is counted as passthrough, so that every call is seen and the stats add up.
-// (A device buffer of more than 2^31 elements therefore reaches the MPI as it is.)
+// (A device buffer of more than 2^31 elements therefore reaches the MPI as it is.) Count
+// and displacement arrays are converted to int arrays first (pmpi/call_kinds.h), the
+// entries the MPI reads on this rank.
 // Forwarded by the load check like the others (a library built for the standard ABI may
 // meet a program built for MPICH's native ABI, which makes these calls).
 #if GCOLL_MPI_LARGE_COUNT
@@ -46,6 +48,7 @@ bool all_fit(std::initializer_list<bool> fits) {
 #define GCOLL_X(Name, lower, UPPER, ...)                                                          \
   GCOLL_EXPORT int MPI_##Name##_c(GCOLL_PP_MAP(GCOLL_LC_PARAM, __VA_ARGS__)) {                    \
     GCOLL_FORWARD(k##Name##C, decltype(&MPI_##Name##_c), GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__))    \
+    GCOLL_PP_EACH(GCOLL_LC_LOCAL, __VA_ARGS__)                                                    \
     if (all_fit({GCOLL_PP_MAP(GCOLL_LC_FITS, __VA_ARGS__)}))                                      \
       return gcoll::lower(GCOLL_PP_MAP(GCOLL_LC_ARG, __VA_ARGS__));                               \
     return gcoll::count_passthrough(gcoll::Coll::Name, PMPI_##Name##_c(GCOLL_PP_MAP(GCOLL_ARG, __VA_ARGS__)), \

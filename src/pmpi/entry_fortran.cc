@@ -73,6 +73,12 @@ void *f2c_buffer(void *p) {
   return p;
 }
 
+// Fortran INTEGER array -> C int array (MPI_Fint is int under Open MPI).
+const int *f2c_ints(const MPI_Fint *p) {
+  static_assert(sizeof(MPI_Fint) == sizeof(int), "INTEGER arrays are passed on as int arrays");
+  return reinterpret_cast<const int *>(p);
+}
+
 }  // namespace
 
 extern "C" {

@@ -1,0 +1,47 @@
+// MPI_Reduce_scatter: its arguments -> the MPI's call and the staged one (pmpi/call.h); the
+// engine has no algorithm for it. Every rank's input is the blocks of every rank of its
+// group one after the other (recvcounts[i] elements for rank i); rank r gets block r of
+// their reduction. In place: the input is the receive buffer, the result its start.
+#include "pmpi/call.h"
+#include "pmpi/collectives.h"
+
+namespace gcoll {
+
+int reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm) {
+  if (!library_active()) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const int n = comm == MPI_COMM_NULL ? 0 : comm_size(comm);
+  int rank = -1;
+  if (n > 0) PMPI_Comm_rank(comm, &rank);
+  // Negative counts: reported here (MPICH crashes on some); a missing array goes to the MPI.
+  const bool negative = any_negative(recvcounts, n);
+  const long long total = sum_of(recvcounts, n);
+  Buffers bufs;
+  if (recvcounts && !negative && total > 0) {
+    bufs.send = in_place ? nullptr : sendbuf;
+    if (in_place || recvcounts[rank] > 0) bufs.recv = recvbuf;
+  }
+  return run_call(
+      Coll::Reduce_scatter, "MPI_Reduce_scatter", comm, bufs, engine_declines,
+      [&] {
+        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Reduce_scatter", "negative count in recvcounts");
+        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+      },
+      [&](StagedBuffers sb) -> StagedResult {
+        if (negative)
+          return {raise_error(comm, Status::ErrCount, "MPI_Reduce_scatter", "negative count in recvcounts")};
+        return staged_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, sb);
+      },
+      [&](bool) { return payload(total, datatype); });  // the input, as reduce_scatter_block's
+}
+
+unsigned long long reduce_scatter_large_bytes(const void *, void *, const MPI_Count recvcounts[],
+                                              MPI_Datatype datatype, MPI_Op, MPI_Comm comm) {
+  const int n = array_length(comm, ArrayRanks::Local, 0);
+  long long total = 0;
+  for (int i = 0; recvcounts && i < n; ++i) total += recvcounts[i] > 0 ? recvcounts[i] : 0;
+  return payload(total, datatype);
+}
+
+}  // namespace gcoll
