@@ -1,4 +1,6 @@
-// Bad arguments: MPI_Allreduce, MPI_Bcast and MPI_Allgather must report the same error
+// Bad arguments: MPI_Allreduce, MPI_Bcast and MPI_Allgather (and the other intercepted
+// collectives: reduce_scatter_block, reduce, gather, scatter, alltoall and the v-forms)
+// must report the same error
 // class as PMPI_* for the same bad call (under MPI_ERRORS_RETURN, set on the
 // communicator and on MPI_COMM_WORLD), leave the receive buffer untouched, and call the
 // communicator's error handler as PMPI does. Also: every datatype x every predefined op
@@ -109,6 +111,8 @@ bool mpi_asserts_on_null_type_allreduce() { return under_mpich_5_0_2(); }
 // handler, as gcoll does; MPICH 5.0.2 calls none and returns MPI_ERR_COMM.
 bool mpi_calls_no_handler_on_comm_null() { return under_mpich_5_0_2(); }
 
+std::vector<int> zeros;  // a count or displacement array of zeros, one entry per rank
+
 std::vector<Row> rows() {
   std::vector<Row> v;
   auto add = [&v](const char *name, std::function<int(Impl, const Args &)> f) {
@@ -209,6 +213,106 @@ std::vector<Row> rows() {
                     return reduce_scatter_block(i)(a.send, a.recv, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL);
                   },
                   true});
+  // ---- the collectives without an engine algorithm (pmpi/calls/reduce.cc and after) -----
+  // Bad input every rank sees (a negative count on every rank, a root out of range, a null
+  // op or datatype): gcoll reports negative counts itself (MPI_ERR_COUNT, before the MPI:
+  // MPICH crashes on some), the rest goes to the MPI.
+  {
+    struct NegRow {
+      const char *name;
+      std::function<int(Impl, const Args &)> call;
+    };
+    static std::vector<int> neg;  // per-rank array of -1
+    const std::vector<NegRow> negs = {
+        {"reduce: negative count",
+         [](Impl i, const Args &a) {
+           return (i == Impl::Pmpi ? PMPI_Reduce : MPI_Reduce)(a.send, a.recv, -1, MPI_INT, MPI_SUM, 0, a.comm);
+         }},
+        {"gather: negative sendcount and recvcount",
+         [](Impl i, const Args &a) {
+           return (i == Impl::Pmpi ? PMPI_Gather : MPI_Gather)(a.send, -1, MPI_INT, a.recv, -1, MPI_INT, 0, a.comm);
+         }},
+        {"scatter: negative sendcount and recvcount",
+         [](Impl i, const Args &a) {
+           return (i == Impl::Pmpi ? PMPI_Scatter : MPI_Scatter)(a.send, -1, MPI_INT, a.recv, -1, MPI_INT, 0, a.comm);
+         }},
+        {"alltoall: negative counts",
+         [](Impl i, const Args &a) {
+           return (i == Impl::Pmpi ? PMPI_Alltoall : MPI_Alltoall)(a.send, -1, MPI_INT, a.recv, -1, MPI_INT, a.comm);
+         }},
+        {"reduce_scatter: negative recvcounts",
+         [](Impl i, const Args &a) {
+           neg.assign(static_cast<size_t>(a.size), -1);
+           return (i == Impl::Pmpi ? PMPI_Reduce_scatter : MPI_Reduce_scatter)(a.send, a.recv, neg.data(), MPI_INT,
+                                                                               MPI_SUM, a.comm);
+         }},
+        {"allgatherv: negative recvcounts",
+         [](Impl i, const Args &a) {
+           neg.assign(static_cast<size_t>(a.size), -1);
+           zeros.assign(static_cast<size_t>(a.size), 0);
+           return (i == Impl::Pmpi ? PMPI_Allgatherv : MPI_Allgatherv)(a.send, -1, MPI_INT, a.recv, neg.data(),
+                                                                       zeros.data(), MPI_INT, a.comm);
+         }},
+        {"gatherv: negative counts",
+         [](Impl i, const Args &a) {
+           neg.assign(static_cast<size_t>(a.size), -1);
+           zeros.assign(static_cast<size_t>(a.size), 0);
+           return (i == Impl::Pmpi ? PMPI_Gatherv : MPI_Gatherv)(a.send, -1, MPI_INT, a.recv, neg.data(),
+                                                                 zeros.data(), MPI_INT, 0, a.comm);
+         }},
+        {"scatterv: negative counts",
+         [](Impl i, const Args &a) {
+           neg.assign(static_cast<size_t>(a.size), -1);
+           zeros.assign(static_cast<size_t>(a.size), 0);
+           return (i == Impl::Pmpi ? PMPI_Scatterv : MPI_Scatterv)(a.send, neg.data(), zeros.data(), MPI_INT, a.recv,
+                                                                   -1, MPI_INT, 0, a.comm);
+         }},
+    };
+    for (const NegRow &n : negs) {
+      Row r{n.name, n.call};
+      if (under_mpich()) {  // as allreduce: gcoll reports MPI_ERR_COUNT before the MPI sees it
+        r.call_pmpi = false;
+        r.expected_class = MPI_ERR_COUNT;
+      }
+      v.push_back(r);
+    }
+  }
+  add("reduce: root == size", [](Impl i, const Args &a) {
+    return (i == Impl::Pmpi ? PMPI_Reduce : MPI_Reduce)(a.send, a.recv, 4, MPI_INT, MPI_SUM, a.size, a.comm);
+  });
+  add("reduce: root -1", [](Impl i, const Args &a) {
+    return (i == Impl::Pmpi ? PMPI_Reduce : MPI_Reduce)(a.send, a.recv, 4, MPI_INT, MPI_SUM, -1, a.comm);
+  });
+  add("reduce: MPI_OP_NULL", [](Impl i, const Args &a) {
+    return (i == Impl::Pmpi ? PMPI_Reduce : MPI_Reduce)(a.send, a.recv, 4, MPI_INT, MPI_OP_NULL, 0, a.comm);
+  });
+  v.back().mpi_aborts = mpi_aborts_on_bad_pairs();
+  add("gather: root == size", [](Impl i, const Args &a) {
+    return (i == Impl::Pmpi ? PMPI_Gather : MPI_Gather)(a.send, 1, MPI_INT, a.recv, 1, MPI_INT, a.size, a.comm);
+  });
+  add("scatter: root -1", [](Impl i, const Args &a) {
+    return (i == Impl::Pmpi ? PMPI_Scatter : MPI_Scatter)(a.send, 1, MPI_INT, a.recv, 1, MPI_INT, -1, a.comm);
+  });
+  add("alltoall: uncommitted derived datatype", [](Impl i, const Args &a) {
+    return (i == Impl::Pmpi ? PMPI_Alltoall : MPI_Alltoall)(a.send, 1, a.uncommitted, a.recv, 1, a.uncommitted,
+                                                            a.comm);
+  });
+  add("gatherv: root == size", [](Impl i, const Args &a) {
+    zeros.assign(static_cast<size_t>(a.size), 0);
+    return (i == Impl::Pmpi ? PMPI_Gatherv : MPI_Gatherv)(a.send, 0, MPI_INT, a.recv, zeros.data(), zeros.data(),
+                                                          MPI_INT, a.size, a.comm);
+  });
+  add("scatterv: root -1", [](Impl i, const Args &a) {
+    zeros.assign(static_cast<size_t>(a.size), 0);
+    return (i == Impl::Pmpi ? PMPI_Scatterv : MPI_Scatterv)(a.send, zeros.data(), zeros.data(), MPI_INT, a.recv, 0,
+                                                            MPI_INT, -1, a.comm);
+  });
+  add("reduce_scatter: MPI_OP_NULL", [](Impl i, const Args &a) {
+    std::vector<int> ones(static_cast<size_t>(a.size), 1);
+    return (i == Impl::Pmpi ? PMPI_Reduce_scatter : MPI_Reduce_scatter)(a.send, a.recv, ones.data(), MPI_INT,
+                                                                        MPI_OP_NULL, a.comm);
+  });
+  v.back().mpi_aborts = mpi_aborts_on_bad_pairs();
   // ---- MPI_Bcast ----------------------------------------------------------------------
   add("bcast: negative count", [](Impl i, const Args &a) {
     return bcast(i)(a.recv, -1, MPI_INT, 0, a.comm);

@@ -5,7 +5,9 @@
  * emulated GPU of the preloaded libgcoll.so.
  *
  * Each rank makes a fixed number of MPI_Allreduce, MPI_Bcast and MPI_Allgather calls
- * of three kinds, on MPI_COMM_WORLD:
+ * of three kinds, on MPI_COMM_WORLD (and of the collectives without an engine algorithm,
+ * MPI_Reduce, MPI_Gather, MPI_Scatter, MPI_Alltoall, MPI_Reduce_scatter, MPI_Allgatherv,
+ * MPI_Gatherv, MPI_Scatterv: 2 device calls each, always staged, and 1 host call):
  *   device predefined  cudaMalloc buffers, a predefined type (allreduce: MPI_FLOAT
  *                      with MPI_SUM) - gcoll's engine on one node, staged otherwise;
  *   device derived     cudaMalloc buffers, contiguous(2 x MPI_FLOAT), and for allreduce
@@ -32,9 +34,11 @@
 
 #include "gpu_api.h"
 
-enum { AR = 0, BC = 1, AG = 2, NCOLL = 3 };
+enum { AR = 0, BC = 1, AG = 2, RD = 3, GA = 4, SC = 5, AA = 6, RS = 7, AV = 8, GV = 9, SV = 10, NCOLL = 11 };
 enum { DEV = 0, DER = 1, HOST = 2, NKIND = 3 };
-static const char *coll_name[NCOLL] = {"allreduce", "bcast", "allgather"};
+static const char *coll_name[NCOLL] = {"allreduce", "bcast",   "allgather",      "reduce",
+                                       "gather",    "scatter", "alltoall",       "reduce_scatter",
+                                       "allgatherv", "gatherv", "scatterv"};
 static long long tally_calls[NCOLL], tally_bytes[NCOLL], tally_kind[NCOLL][NKIND];
 static int rank, size, nfail;
 
@@ -57,7 +61,7 @@ static void tally(int coll, int kind, int count, MPI_Datatype t) {
   int sz = 0;
   MPI_Type_size(t, &sz);
   long long b = (long long)count * sz;
-  if (coll == AG) b *= size;
+  if (coll == AG || coll == AA || coll == RS || coll == AV) b *= size;
   tally_calls[coll]++;
   tally_bytes[coll] += b;
   tally_kind[coll][kind]++;
@@ -226,13 +230,81 @@ int main(int argc, char **argv) {
         check(h2[r * nf + i] == val(r, i), "allgather", r * nf + i, h2[r * nf + i], val(r, i));
   }
 
-  /* ---- report (MPI_Reduce: not counted by gcoll) ---- */
+  /* ---- the collectives without an engine algorithm: 2 device calls each (staged), 1 host
+   * call (passthrough); n floats per block, the root moving. (Bytes as the stats count
+   * them: the root of a gather or scatter the whole, the others their block.) ---- */
+  for (int k = 0; k < 3; k++) {
+    const int kind = k < 2 ? DEV : HOST;
+    const int n = k == 1 ? 4099 : 3 + k;
+    const int root = k % size;
+    float *s = kind == DEV ? d : h, *r = kind == DEV ? d2 : h2;
+    int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size);
+    for (int q = 0; q < size; q++) {
+      counts[q] = n;
+      displs[q] = q * n;
+    }
+#define PUT(buf, i) (kind == DEV ? (void)CK(gpu_memcpy(buf, h, sizeof(float) * (size_t)(i))) : (void)0)
+#define GET(buf, i) (kind == DEV ? (void)CK(gpu_memcpy(h2, buf, sizeof(float) * (size_t)(i))) : (void)0)
+    /* reduce, reduce_scatter: input element i of rank q is val(q, i) */
+    for (long i = 0; i < (long)n * size; i++) h[i] = val(rank, i);
+    PUT(s, (long)n * size);
+    rc_check(MPI_Reduce(s, r, n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD), "reduce");
+    tally(RD, kind, n, MPI_FLOAT);
+    if (rank == root) {
+      GET(r, n);
+      for (long i = 0; i < n; i++) check(h2[i] == sum_val(i), "reduce", i, h2[i], sum_val(i));
+    }
+    rc_check(MPI_Reduce_scatter(s, r, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "reduce_scatter");
+    tally(RS, kind, n, MPI_FLOAT);
+    GET(r, n);
+    for (long i = 0; i < n; i++)
+      check(h2[i] == sum_val(rank * n + i), "reduce_scatter", i, h2[i], sum_val(rank * n + i));
+    /* gather, gatherv, allgatherv: rank q's block is val(q, i) */
+    for (int c = 0; c < 3; c++) {
+      const int coll = c == 0 ? GA : c == 1 ? GV : AV;
+      for (long i = 0; i < n; i++) h[i] = val(rank, i);
+      PUT(s, n);
+      if (coll == GA) rc_check(MPI_Gather(s, n, MPI_FLOAT, r, n, MPI_FLOAT, root, MPI_COMM_WORLD), "gather");
+      else if (coll == GV)
+        rc_check(MPI_Gatherv(s, n, MPI_FLOAT, r, counts, displs, MPI_FLOAT, root, MPI_COMM_WORLD), "gatherv");
+      else rc_check(MPI_Allgatherv(s, n, MPI_FLOAT, r, counts, displs, MPI_FLOAT, MPI_COMM_WORLD), "allgatherv");
+      tally(coll, kind, coll != AV && rank == root ? n * size : n, MPI_FLOAT);
+      if (coll == AV || rank == root) {
+        GET(r, (long)n * size);
+        for (int q = 0; q < size; q++)
+          for (long i = 0; i < n; i++) check(h2[q * n + i] == val(q, i), coll_name[coll], i, h2[q * n + i], val(q, i));
+      }
+    }
+    /* scatter, scatterv, alltoall: rank q's block j is val(q, j * n + i) */
+    for (int c = 0; c < 3; c++) {
+      const int coll = c == 0 ? SC : c == 1 ? SV : AA;
+      for (long i = 0; i < (long)n * size; i++) h[i] = val(rank, i);
+      PUT(s, (long)n * size);
+      if (coll == SC) rc_check(MPI_Scatter(s, n, MPI_FLOAT, r, n, MPI_FLOAT, root, MPI_COMM_WORLD), "scatter");
+      else if (coll == SV)
+        rc_check(MPI_Scatterv(s, counts, displs, MPI_FLOAT, r, n, MPI_FLOAT, root, MPI_COMM_WORLD), "scatterv");
+      else rc_check(MPI_Alltoall(s, n, MPI_FLOAT, r, n, MPI_FLOAT, MPI_COMM_WORLD), "alltoall");
+      tally(coll, kind, coll != AA && rank == root ? n * size : n, MPI_FLOAT);
+      GET(r, (long)n * size);
+      for (int q = 0; q < (coll == AA ? size : 1); q++)
+        for (long i = 0; i < n; i++) {
+          const float want = val(coll == AA ? q : root, (long)rank * n + i);
+          check(h2[q * n + i] == want, coll_name[coll], i, h2[q * n + i], want);
+        }
+    }
+#undef PUT
+#undef GET
+    free(counts);
+    free(displs);
+  }
+
+  /* ---- report (PMPI_Reduce: not counted by gcoll) ---- */
   long long calls_tot[NCOLL], bytes_tot[NCOLL], kind_tot[NCOLL][NKIND];
   int nfail_tot = 0;
-  MPI_Reduce(tally_calls, calls_tot, NCOLL, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(tally_bytes, bytes_tot, NCOLL, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(tally_kind, kind_tot, NCOLL * NKIND, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&nfail, &nfail_tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  PMPI_Reduce(tally_calls, calls_tot, NCOLL, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  PMPI_Reduce(tally_bytes, bytes_tot, NCOLL, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  PMPI_Reduce(tally_kind, kind_tot, NCOLL * NKIND, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  PMPI_Reduce(&nfail, &nfail_tot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     printf("GCOLL_EXPECT np=%d\n", size);
     for (int c = 0; c < NCOLL; c++) {

@@ -32,6 +32,10 @@ MPI_Finalize:
     engine > 0 for every collective (device calls with predefined types use gcoll's
     engine); --device-path staged (GCOLL_DEVICE_BUFFERS=staged): engine == 0 and
     staged == device calls.
+  * reduce, gather, scatter, alltoall, reduce_scatter, allgatherv, gatherv, scatterv
+    (no engine algorithm), in every mode: calls, bytes and passthrough as above,
+    engine == 0 and staged == device calls (the proof that no device buffer reached the
+    MPI unstaged).
 When the program says "SKIPPED: no GPU" and exits 77, so does this script.
 Only the Python standard library is used.
 """
@@ -47,6 +51,8 @@ import sys
 import tempfile
 
 COLLS = ("allreduce", "bcast", "allgather")
+# The collectives without an engine algorithm: every device call staged, whatever the mode.
+STAGED_COLLS = ("reduce", "gather", "scatter", "alltoall", "reduce_scatter", "allgatherv", "gatherv", "scatterv")
 BUCKETS = ("engine", "staged", "passthrough", "errors")
 EXPECT_NP_RE = re.compile(r"^GCOLL_EXPECT np=(\d+)\s*$")
 EXPECT_RE = re.compile(r"^GCOLL_EXPECT (\w+) calls_per_rank=(\d+) calls=(\d+) bytes=(\d+)\s*$")
@@ -171,7 +177,7 @@ def main(argv):
         fail("no 'GCOLL_EXPECT np=' line in the program's output")
     elif got_np != a.np:
         fail("program ran on %d ranks, expected %d" % (got_np, a.np))
-    for c in COLLS:
+    for c in COLLS + STAGED_COLLS:
         if c not in expect or c not in kinds:
             fail("no GCOLL_EXPECT / GCOLL_EXPECT_KINDS line for %s" % c)
         elif sum(kinds[c].values()) != expect[c]["calls"]:
@@ -242,6 +248,21 @@ def main(argv):
                 if s["staged"] != device:
                     fail("stats %s: staged=%d, expected %d (every device call)"
                          % (c, s["staged"], device))
+
+    if stats is not None:
+        for c in STAGED_COLLS:
+            s, e, k = stats.get(c), expect.get(c), kinds.get(c)
+            if not isinstance(s, dict):
+                fail("stats: no object for %r" % c)
+                continue
+            if e is None or k is None:
+                continue
+            for field, want in (("calls", e["calls"]), ("bytes", e["bytes"]), ("engine", 0),
+                                ("staged", k["dev"] + k["der"]), ("passthrough", k["host"]),
+                                ("errors", 0)):
+                if s.get(field) != want:
+                    fail("stats %s: %s=%r, expected %d (no engine algorithm: device calls "
+                         "staged, host calls to the MPI)" % (c, field, s.get(field), want))
 
     if failures:
         print("gpu_stats_check: FAILED (%d problem(s)):" % len(failures))

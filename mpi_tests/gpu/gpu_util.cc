@@ -596,5 +596,37 @@ bool dev_allgather(const TestComm &c, const DataSpec &send, size_t send_count, c
   return ok;
 }
 
+bool dev_check_case(const TestComm &c, const CollCase &k, const Layout &l) {
+  const std::string ctx = k.ctx + " [" + l.describe() + "]";
+  set_phase("%s", ctx.c_str());
+  std::vector<unsigned char> ref_send = k.send, ref = k.recv;
+  ref_send.resize(k.send.size() + kGuardBytes);
+  ref.resize(k.recv.size() + kGuardBytes);
+  const int rc_ref = k.call(ref_send.data(), ref.data(), true);
+  const bool has_send = !k.send.empty();
+  Arena a(l, has_send, k.send.size(), k.recv.size(), next_seed());
+  a.setup(k.send.data(), k.recv.data());
+  const int rc_got = k.call(has_send ? a.send() : nullptr, a.recv(), false);
+  std::vector<unsigned char> got;
+  std::string outside;
+  const bool untouched = a.read_back(&got, &outside);
+  bool ok = check_rc(rc_ref, "reference PMPI_*", ctx);
+  ok = check_rc(rc_got, "the call under test", ctx) && ok;
+  if (!ok) return false;
+  if (!untouched) {
+    report("wrote outside its receive buffer: %s: %s", outside.c_str(), ctx.c_str());
+    ok = false;
+  }
+  for (size_t i = 0; i < k.recv.size(); ++i) {
+    if (got[i] != ref[i]) {
+      report("MISMATCH %s: receive buffer byte %zu of %zu: 0x%02x, PMPI on host copies 0x%02x", ctx.c_str(), i,
+             k.recv.size(), got[i], ref[i]);
+      ok = false;
+      break;
+    }
+  }
+  return ok;
+}
+
 }  // namespace gpu
 }  // namespace gct

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "coll_cases.h"
 #include "harness.h"
 #include "types.h"
 
@@ -130,6 +131,12 @@ inline bool dev_allgather(const TestComm &c, const DataSpec &d, size_t count, bo
                           uint32_t seed, const Layout &l = device_layout()) {
   return dev_allgather(c, d, count, d, count, in_place, seed, l);
 }
+
+// A case of a collective without an engine algorithm (coll_cases.h) on the layout's
+// buffers, against its PMPI_* reference on host copies: the whole receive buffer byte for
+// byte (the bytes the MPI does not write included), every other byte of the allocations
+// unchanged.
+bool dev_check_case(const TestComm &c, const CollCase &k, const Layout &l = device_layout());
 
 }  // namespace gpu
 }  // namespace gct

@@ -25,8 +25,8 @@ Checks, mode stats (GCOLL_ENABLE left at its default, 1):
   * mpirun exit status 0, the program printed PASS and no FAIL;
   * the GCOLL_EXPECT lines are there, np matches, calls_per_rank matches
     --expect-calls (when given) and calls == calls_per_rank * N;
-  * the stats file exists and is one JSON object; for allreduce, bcast and
-    allgather: calls == expected calls (all ranks), calls == engine + staged +
+  * the stats file exists and is one JSON object; for every collective in COLLS
+    (the four with engine algorithms and the eight without): calls == expected calls (all ranks), calls == engine + staged +
     passthrough + errors, bytes == expected bytes, errors == 0 (unless
     --allow-errors). Unknown keys are ignored.
 Mode disabled (GCOLL_ENABLE=0 exported to the ranks):
@@ -47,7 +47,8 @@ import subprocess
 import sys
 import tempfile
 
-COLLS = ("allreduce", "bcast", "allgather", "reduce_scatter_block")
+COLLS = ("allreduce", "bcast", "allgather", "reduce_scatter_block", "reduce", "gather", "gatherv",
+         "scatter", "scatterv", "alltoall", "reduce_scatter", "allgatherv")
 BUCKETS = ("engine", "staged", "passthrough", "errors")
 EXPECT_NP_RE = re.compile(r"^GCOLL_EXPECT np=(\d+)\s*$")
 EXPECT_RE = re.compile(

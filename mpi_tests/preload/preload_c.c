@@ -12,7 +12,7 @@
  * rank: allreduce count*size, bcast count*size, allgather
  * recvcount*size(recvtype)*comm_size, with MPI_Type_size: padding and holes of a
  * datatype are not data), summed over calls and ranks. The tallies
- * are summed with MPI_Reduce, which gcoll does not count.
+ * are summed with MPI_Reduce, counted like the program's other calls.
  * Exits non-zero on any failure. Per-rank call counts must match
  * GCOLL_PRELOAD_CALLS_c in CMakeLists.txt.
  */
@@ -24,8 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { AR = 0, BC = 1, AG = 2, RS = 3, NCOLL = 4 };
-static const char *coll_name[NCOLL] = {"allreduce", "bcast", "allgather", "reduce_scatter_block"};
+enum { AR = 0, BC = 1, AG = 2, RS = 3, RD = 4, GA = 5, GV = 6, SC = 7, SV = 8, AA = 9, RSC = 10, AV = 11, NCOLL = 12 };
+static const char *coll_name[NCOLL] = {"allreduce", "bcast",   "allgather", "reduce_scatter_block",
+                                       "reduce",    "gather",  "gatherv",   "scatter",
+                                       "scatterv",  "alltoall", "reduce_scatter", "allgatherv"};
 static long long tally_calls[NCOLL];
 static long long tally_bytes[NCOLL];
 static int rank, size, nfail;
@@ -46,7 +48,7 @@ static long long size_of(MPI_Datatype t) {
 /* Record one call: result-buffer bytes per gcoll's definition. */
 static void tally(int coll, int count, MPI_Datatype t, MPI_Comm comm) {
   long long b = (long long)count * size_of(t);
-  if (coll == AG || coll == RS) { /* the gathered result; the whole input */
+  if (coll == AG || coll == RS || coll == AA || coll == RSC || coll == AV) { /* the gathered result; the whole input */
     int csize;
     MPI_Comm_size(comm, &csize);
     b *= csize;
@@ -323,6 +325,79 @@ int main(int argc, char **argv) {
     check(d[0] == want, "reduce_scatter_block in place", 0, d[0], want);
     free(d);
   }
+
+  /* ---- the collectives without an engine algorithm: 3 ints per rank, the root moving ---- */
+  {
+    int *s = malloc(sizeof(int) * 3 * (size_t)size), *r = malloc(sizeof(int) * 3 * (size_t)size);
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    for (int q = 0; q < size; q++) {
+      counts[q] = 3;
+      displs[q] = 3 * (size - 1 - q); /* blocks in reverse rank order */
+    }
+    const int root = size - 1;
+    /* reduce (in place at the root) */
+    for (int j = 0; j < 3; j++) s[j] = r[j] = rank + j;
+    rc_check(MPI_Reduce(rank == root ? MPI_IN_PLACE : s, r, 3, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD), "reduce");
+    tally(RD, 3, MPI_INT, MPI_COMM_WORLD);
+    if (rank == root)
+      for (int j = 0; j < 3; j++) check(r[j] == size * j + size * (size - 1) / 2, "reduce", j, r[j], 0);
+    /* gather, gatherv: rank q's block holds 10 q + j */
+    for (int v = 0; v < 2; v++) {
+      for (int j = 0; j < 3; j++) s[j] = 10 * rank + j;
+      for (int k = 0; k < 3 * size; k++) r[k] = -1;
+      if (v == 0) rc_check(MPI_Gather(s, 3, MPI_INT, r, 3, MPI_INT, root, MPI_COMM_WORLD), "gather");
+      else rc_check(MPI_Gatherv(s, 3, MPI_INT, r, counts, displs, MPI_INT, root, MPI_COMM_WORLD), "gatherv");
+      tally(v ? GV : GA, rank == root ? 3 * size : 3, MPI_INT, MPI_COMM_WORLD);
+      if (rank == root)
+        for (int q = 0; q < size; q++)
+          for (int j = 0; j < 3; j++) {
+            const int at = (v ? displs[q] : 3 * q) + j;
+            check(r[at] == 10 * q + j, v ? "gatherv" : "gather", at, r[at], 10 * q + j);
+          }
+    }
+    /* scatter, scatterv: rank q gets 10 q + j */
+    for (int v = 0; v < 2; v++) {
+      for (int q = 0; q < size; q++)
+        for (int j = 0; j < 3; j++) s[(v ? displs[q] : 3 * q) + j] = 10 * q + j;
+      for (int j = 0; j < 3; j++) r[j] = -1;
+      if (v == 0) rc_check(MPI_Scatter(s, 3, MPI_INT, r, 3, MPI_INT, root, MPI_COMM_WORLD), "scatter");
+      else rc_check(MPI_Scatterv(s, counts, displs, MPI_INT, r, 3, MPI_INT, root, MPI_COMM_WORLD), "scatterv");
+      tally(v ? SV : SC, rank == root ? 3 * size : 3, MPI_INT, MPI_COMM_WORLD);
+      for (int j = 0; j < 3; j++) check(r[j] == 10 * rank + j, v ? "scatterv" : "scatter", j, r[j], 10 * rank + j);
+    }
+    /* alltoall (in place): element j of block q on rank p is 100 p + 10 q + j */
+    for (int q = 0; q < size; q++)
+      for (int j = 0; j < 3; j++) r[3 * q + j] = 100 * rank + 10 * q + j;
+    rc_check(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, 3, MPI_INT, MPI_COMM_WORLD), "alltoall");
+    tally(AA, 3, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; q < size; q++)
+      for (int j = 0; j < 3; j++)
+        check(r[3 * q + j] == 100 * q + 10 * rank + j, "alltoall", 3 * q + j, r[3 * q + j], 100 * q + 10 * rank + j);
+    /* reduce_scatter: element k of every rank p is p + k; rank r gets the sums of its block */
+    for (int k = 0; k < 3 * size; k++) s[k] = rank + k;
+    rc_check(MPI_Reduce_scatter(s, r, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "reduce_scatter");
+    tally(RSC, 3, MPI_INT, MPI_COMM_WORLD);
+    for (int j = 0; j < 3; j++) {
+      const int want = size * (3 * rank + j) + size * (size - 1) / 2;
+      check(r[j] == want, "reduce_scatter", j, r[j], want);
+    }
+    /* allgatherv (in place) */
+    for (int k = 0; k < 3 * size; k++) r[k] = -1;
+    for (int j = 0; j < 3; j++) r[displs[rank] + j] = 10 * rank + j;
+    rc_check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, counts, displs, MPI_INT, MPI_COMM_WORLD),
+             "allgatherv");
+    tally(AV, 3, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; q < size; q++)
+      for (int j = 0; j < 3; j++) check(r[displs[q] + j] == 10 * q + j, "allgatherv", displs[q] + j, r[displs[q] + j], 0);
+    free(s);
+    free(r);
+    free(counts);
+    free(displs);
+  }
+  /* the report's three MPI_Reduce calls below are counted too */
+  tally(RD, NCOLL, MPI_LONG_LONG, MPI_COMM_WORLD);
+  tally(RD, NCOLL, MPI_LONG_LONG, MPI_COMM_WORLD);
+  tally(RD, 1, MPI_INT, MPI_COMM_WORLD);
 
   /* ------------------------------- report ------------------------------------ */
   long long calls_tot[NCOLL], bytes_tot[NCOLL];

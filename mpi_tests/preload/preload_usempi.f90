@@ -6,13 +6,14 @@
 ! (must match GCOLL_PRELOAD_CALLS_usempi in CMakeLists.txt), checks every result against
 ! a formula, and prints on rank 0 the GCOLL_EXPECT lines read by
 ! gcoll_preload_check.py (bytes per gcoll's stats definition, summed over ranks
-! with MPI_Reduce, which gcoll does not count), then PASS or FAIL.
+! with MPI_Reduce, counted like the program's other calls), then PASS or FAIL.
 ! Exits non-zero on failure.
 module tally_usempi
   use mpi
   implicit none
-  integer, parameter :: AR = 1, BC = 2, AG = 3, RSB = 4
-  integer(kind=8) :: ncalls(4) = 0, nbytes(4) = 0
+  integer, parameter :: AR = 1, BC = 2, AG = 3, RSB = 4, KRD = 5, KGA = 6, KGV = 7, KSC = 8, KSV = 9, &
+      KAA = 10, KRS = 11, KAV = 12, NCOLL = 12
+  integer(kind=8) :: ncalls(NCOLL) = 0, nbytes(NCOLL) = 0
   integer :: nfail = 0, myrank = 0
 contains
   subroutine tally(coll, count, dtype, comm)
@@ -21,7 +22,7 @@ contains
     integer :: csize, ierr
     call MPI_Type_get_extent(dtype, lb, ext, ierr)
     csize = 1
-    if (coll == AG .or. coll == RSB) call MPI_Comm_size(comm, csize, ierr)
+    if (coll == AG .or. coll == RSB .or. coll == KAA .or. coll == KRS .or. coll == KAV) call MPI_Comm_size(comm, csize, ierr)
     ncalls(coll) = ncalls(coll) + 1
     nbytes(coll) = nbytes(coll) + int(count, 8) * int(ext, 8) * int(csize, 8)
   end subroutine tally
@@ -54,17 +55,20 @@ program preload_usempi
   implicit none
   integer :: ierr, np, i, q, it, root, color, half, hrank, hsize, dup
   integer :: nfail_tot
-  integer(kind=8) :: sum_ranks, half_sum, calls_tot(4), bytes_tot(4), k8(3), fact
+  integer(kind=8) :: sum_ranks, half_sum, calls_tot(NCOLL), bytes_tot(NCOLL), k8(3), fact
   integer :: iv(8)
   integer, allocatable :: iag(:)
   double precision :: dv(64), dpair(2, 1), ds, want
   double precision, allocatable :: dag(:)
   real :: rv(5)
   real, allocatable :: rag(:)
-  character(len=20), parameter :: names(4) = [character(len=20) :: 'allreduce', 'bcast', &
-      'allgather', 'reduce_scatter_block']
+  character(len=20), parameter :: names(NCOLL) = [character(len=20) :: 'allreduce', 'bcast', &
+      'allgather', 'reduce_scatter_block', 'reduce', 'gather', 'gatherv', 'scatter', 'scatterv', &
+      'alltoall', 'reduce_scatter', 'allgatherv']
   integer, allocatable :: rsi(:)
   integer :: rso(2)
+  integer, allocatable :: xs(:), xr(:), cnts(:), dsp(:)
+  integer :: xone, xres
   double precision, allocatable :: rsd(:)
 
   call MPI_Init(ierr)
@@ -275,13 +279,97 @@ program preload_usempi
   call check(rsd(1) == 0.5d0 * (myrank + 1) * np * (np + 1) / 2, 'reduce_scatter_block in place', 1)
   deallocate(rsd)
 
+  ! ---- the collectives without an engine algorithm: one INTEGER per rank, root 0 ----
+  allocate(xs(np), xr(np), cnts(np), dsp(np))
+  do i = 1, np
+    cnts(i) = 1
+    dsp(i) = i - 1
+  end do
+  ! reduce: the sum of myrank + 1 at the root
+  xone = myrank + 1
+  xres = -1
+  call MPI_Reduce(xone, xres, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'reduce')
+  call tally(KRD, 1, MPI_INTEGER, MPI_COMM_WORLD)
+  if (myrank == 0) call check(xres == np * (np + 1) / 2, 'reduce', 1)
+  ! gather and gatherv: rank q's myrank at the root
+  do it = 1, 2
+    xr = -1
+    if (it == 1) then
+      call MPI_Gather(myrank, 1, MPI_INTEGER, xr, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+    else
+      call MPI_Gatherv(myrank, 1, MPI_INTEGER, xr, cnts, dsp, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+    end if
+    call ierr_check(ierr, 'gather(v)')
+    if (myrank == 0) then
+      call tally(KGA + it - 1, np, MPI_INTEGER, MPI_COMM_WORLD)
+      do q = 0, np - 1
+        call check(xr(q + 1) == q, 'gather(v)', q)
+      end do
+    else
+      call tally(KGA + it - 1, 1, MPI_INTEGER, MPI_COMM_WORLD)
+    end if
+  end do
+  ! scatter and scatterv: 10 q from the root to rank q
+  do i = 1, np
+    xs(i) = 10 * (i - 1)
+  end do
+  do it = 1, 2
+    xres = -1
+    if (it == 1) then
+      call MPI_Scatter(xs, 1, MPI_INTEGER, xres, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+    else
+      call MPI_Scatterv(xs, cnts, dsp, MPI_INTEGER, xres, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+    end if
+    call ierr_check(ierr, 'scatter(v)')
+    if (myrank == 0) then
+      call tally(KSC + it - 1, np, MPI_INTEGER, MPI_COMM_WORLD)
+    else
+      call tally(KSC + it - 1, 1, MPI_INTEGER, MPI_COMM_WORLD)
+    end if
+    call check(xres == 10 * myrank, 'scatter(v)', it)
+  end do
+  ! alltoall: element j of rank q is 100 q + j; rank r gets 100 q + r from q
+  do i = 1, np
+    xs(i) = 100 * myrank + i - 1
+  end do
+  xr = -1
+  call MPI_Alltoall(xs, 1, MPI_INTEGER, xr, 1, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'alltoall')
+  call tally(KAA, 1, MPI_INTEGER, MPI_COMM_WORLD)
+  do q = 0, np - 1
+    call check(xr(q + 1) == 100 * q + myrank, 'alltoall', q)
+  end do
+  ! reduce_scatter: rank q's element j is q + j; rank r gets np r + np (np - 1) / 2
+  do i = 1, np
+    xs(i) = myrank + i - 1
+  end do
+  xres = -1
+  call MPI_Reduce_scatter(xs, xres, cnts, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'reduce_scatter')
+  call tally(KRS, 1, MPI_INTEGER, MPI_COMM_WORLD)
+  call check(xres == np * myrank + np * (np - 1) / 2, 'reduce_scatter', 1)
+  ! allgatherv: every rank's myrank everywhere
+  xr = -1
+  call MPI_Allgatherv(myrank, 1, MPI_INTEGER, xr, cnts, dsp, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  call ierr_check(ierr, 'allgatherv')
+  call tally(KAV, 1, MPI_INTEGER, MPI_COMM_WORLD)
+  do q = 0, np - 1
+    call check(xr(q + 1) == q, 'allgatherv', q)
+  end do
+  deallocate(xs, xr, cnts, dsp)
+  ! the report's three MPI_Reduce calls below are counted too
+  call tally(KRD, NCOLL, MPI_INTEGER8, MPI_COMM_WORLD)
+  call tally(KRD, NCOLL, MPI_INTEGER8, MPI_COMM_WORLD)
+  call tally(KRD, 1, MPI_INTEGER, MPI_COMM_WORLD)
+
   ! -------------------------------- report ------------------------------------
-  call MPI_Reduce(ncalls, calls_tot, 4, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
-  call MPI_Reduce(nbytes, bytes_tot, 4, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Reduce(ncalls, calls_tot, NCOLL, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Reduce(nbytes, bytes_tot, NCOLL, MPI_INTEGER8, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   call MPI_Reduce(nfail, nfail_tot, 1, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
   if (myrank == 0) then
     write(*, '(A,I0)') 'GCOLL_EXPECT np=', np
-    do i = 1, 4
+    do i = 1, NCOLL
       write(*, '(A,A,A,I0,A,I0,A,I0)') 'GCOLL_EXPECT ', trim(names(i)), ' calls_per_rank=', &
           ncalls(i), ' calls=', calls_tot(i), ' bytes=', bytes_tot(i)
     end do
