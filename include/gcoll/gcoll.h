@@ -3,7 +3,9 @@
  * gcoll is used without any code change: put libgcoll.so under an MPI program with
  *     mpirun -np N -x LD_PRELOAD=/path/to/libgcoll.so ./app
  * and it takes over MPI_Allreduce, MPI_Bcast, MPI_Allgather and MPI_Reduce_scatter_block
- * (C and Fortran).
+ * (C and Fortran); it also sees MPI_Reduce, MPI_Gather, MPI_Scatter, MPI_Alltoall,
+ * MPI_Reduce_scatter, MPI_Allgatherv, MPI_Gatherv and MPI_Scatterv (counted; device
+ * buffers staged through host memory, host buffers to the MPI).
  * This header is for programs and tools that want to query it.
  */
 #ifndef GCOLL_GCOLL_H

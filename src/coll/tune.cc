@@ -162,6 +162,12 @@ std::string describe_algorithms(const std::string &user_tune) {
       if (r.coll == coll) ts += " " + size_text(r.lo) + "-" + size_text(r.hi) + ":@" + r.algo->name;
     for (const auto &r : default_rules())
       if (r.coll == coll) def += " " + size_text(r.lo) + "-" + size_text(r.hi) + ":@" + r.algo->name;
+    bool any = false;
+    for (const auto &a : algorithms()) any = any || a.coll == coll;
+    if (!any) {  // seen, counted and staged only (issue 23)
+      o << "  " << coll_name(coll) << ": no engine algorithm: host buffers to the MPI, device buffers staged\n";
+      continue;
+    }
     o << "  " << coll_name(coll) << ":\n";
     if (!ts.empty()) o << "    device buffers on GPUs shared without MPS (space not fusing):" << ts << "\n";
     o << "    every call:" << def << "\n";
