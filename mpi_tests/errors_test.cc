@@ -277,6 +277,41 @@ std::vector<Row> rows() {
       v.push_back(r);
     }
   }
+  // MPI_COMM_NULL: gcoll reports it (MPI_ERR_COMM) before asking anything about the
+  // communicator; not called on the MPI (Open MPI 4.1.4 crashes on some).
+  {
+    const std::vector<std::pair<const char *, std::function<int(Impl, const Args &)>>> nulls = {
+        {"reduce: MPI_COMM_NULL",
+         [](Impl, const Args &a) { return MPI_Reduce(a.send, a.recv, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_NULL); }},
+        {"gather: MPI_COMM_NULL",
+         [](Impl, const Args &a) { return MPI_Gather(a.send, 1, MPI_INT, a.recv, 1, MPI_INT, 0, MPI_COMM_NULL); }},
+        {"scatter: MPI_COMM_NULL",
+         [](Impl, const Args &a) { return MPI_Scatter(a.send, 1, MPI_INT, a.recv, 1, MPI_INT, 0, MPI_COMM_NULL); }},
+        {"alltoall: MPI_COMM_NULL",
+         [](Impl, const Args &a) { return MPI_Alltoall(a.send, 1, MPI_INT, a.recv, 1, MPI_INT, MPI_COMM_NULL); }},
+        {"reduce_scatter: MPI_COMM_NULL",
+         [](Impl, const Args &a) {
+           const int one = 1;
+           return MPI_Reduce_scatter(a.send, a.recv, &one, MPI_INT, MPI_SUM, MPI_COMM_NULL);
+         }},
+        {"allgatherv: MPI_COMM_NULL",
+         [](Impl, const Args &a) {
+           const int one = 1, zero = 0;
+           return MPI_Allgatherv(a.send, 1, MPI_INT, a.recv, &one, &zero, MPI_INT, MPI_COMM_NULL);
+         }},
+        {"gatherv: MPI_COMM_NULL",
+         [](Impl, const Args &a) {
+           const int one = 1, zero = 0;
+           return MPI_Gatherv(a.send, 1, MPI_INT, a.recv, &one, &zero, MPI_INT, 0, MPI_COMM_NULL);
+         }},
+        {"scatterv: MPI_COMM_NULL",
+         [](Impl, const Args &a) {
+           const int one = 1, zero = 0;
+           return MPI_Scatterv(a.send, &one, &zero, MPI_INT, a.recv, 1, MPI_INT, 0, MPI_COMM_NULL);
+         }},
+    };
+    for (const auto &n : nulls) v.push_back(Row{n.first, n.second, true, false, MPI_ERR_COMM});
+  }
   add("reduce: root == size", [](Impl i, const Args &a) {
     return (i == Impl::Pmpi ? PMPI_Reduce : MPI_Reduce)(a.send, a.recv, 4, MPI_INT, MPI_SUM, a.size, a.comm);
   });

@@ -214,6 +214,7 @@ StagedResult staged_reduce_scatter_block(const void *sendbuf, void *recvbuf, int
 RootRole root_role(MPI_Comm comm, int root) {
   RootRole r;
   int inter = 0, size = 0;
+  if (comm == MPI_COMM_NULL) return r;  // (the caller reports it; the MPI would abort)
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
       PMPI_Comm_rank(comm, &r.rank) != MPI_SUCCESS)
     return r;
@@ -235,6 +236,7 @@ RootRole root_role(MPI_Comm comm, int root) {
 
 int group_size(MPI_Comm comm) {
   int inter = 0, n = 0;
+  if (comm == MPI_COMM_NULL) return 0;
   PMPI_Comm_test_inter(comm, &inter);
   if (inter) PMPI_Comm_remote_size(comm, &n);
   else PMPI_Comm_size(comm, &n);
