@@ -14,9 +14,12 @@
 #          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
 #   C      with MPS and the UCX wheel (GCOLL_VALIDATE_UCX=cuda's LD_LIBRARY_PATH): the
 #          direct way across virtual nodes (gpu.mpi.vnodes2.direct.np4, gpu.traffic.*direct*)
+#   T      the node topology: nvidia-smi topo -m and -q, lstopo, gcoll_info --topology, a
+#          device job's GCOLL_TOPO_DUMP_FILE, stats and GCOLL_DEBUG=INFO lines
+#   E      (with MPS) the issue 13 benchmark: 64 MiB allreduce, np 4, on 2 x 2 virtual nodes
+#          direct (UCX wheel) and pipelined, on one node, and the staged MPI alone
 #   D      benchmarks/small_calls.py build-gpu --mps on (host row + device row under MPS,
-#          GCOLL_DEVICE_FUSED=auto), then osu_allreduce -d cuda 8 B..1 MiB under MPS with
-#          GCOLL_DEVICE_FUSED=off and =on alternating (what the fused one-shot gains)
+#          GCOLL_DEVICE_FUSED=auto)
 #   A2     without MPS: the rest of the gpu suite, while time is left
 # Every ctest run stops starting tests at its step's deadline (--stop-time). Logs go to a
 # work directory and come back as ONE archive, $OUT/gpu-backlog.tgz, plus $OUT/summary.md
@@ -25,15 +28,17 @@
 # Settings (environment): GCOLL_BACKLOG_BUDGET (seconds for the whole script, default
 # 540: leave the call's timeout_s some 30 s above it); GCOLL_BACKLOG_PLAN=recheck: after
 # the build, only the tests matching GCOLL_RECHECK_NOMPS without MPS, then those matching
-# GCOLL_RECHECK_MPS with MPS (ctest regular expressions), each for at most
-# GCOLL_RECHECK_CAP seconds (default 120).
+# GCOLL_RECHECK_MPS with MPS (ctest regular expressions; empty: none), each for at most
+# GCOLL_RECHECK_CAP seconds (default 120); GCOLL_RECHECK_TOPO=1 runs step T first;
+# GCOLL_RECHECK_MPS_UCX: tests with MPS and the UCX wheel, and again with the variables
+# of GCOLL_RECHECK_MPS_UCX_ENV exported (e.g. to show a fix's test failing without it).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 BUDGET=${GCOLL_BACKLOG_BUDGET:-540}
 PLAN=${GCOLL_BACKLOG_PLAN:-all}
 # (the script's own settings, not gcoll's: the ranks would report them as unknown)
-export -n GCOLL_BACKLOG_BUDGET GCOLL_BACKLOG_PLAN GCOLL_RECHECK_NOMPS GCOLL_RECHECK_MPS GCOLL_RECHECK_CAP 2>/dev/null
+export -n GCOLL_BACKLOG_BUDGET GCOLL_BACKLOG_PLAN GCOLL_RECHECK_NOMPS GCOLL_RECHECK_MPS GCOLL_RECHECK_CAP GCOLL_RECHECK_TOPO GCOLL_RECHECK_MPS_UCX GCOLL_RECHECK_MPS_UCX_ENV 2>/dev/null
 T0=$(date +%s)
 OUTROOT=${OUT:-$ROOT/gpu-out}
 W=/tmp/gcoll-backlog
@@ -123,16 +128,76 @@ unset GCOLL_CUDA
 nvidia-smi -q -d COMPUTE,CLOCK >"$W/nvidia-smi-q.txt" 2>&1
 (cd "$BUILD" && ctest -N -L gpu) >"$W/gpu-tests.txt" 2>&1
 
+# ---- T: the node topology as detected on this machine (issue 22), against nvidia-smi ----------
+topo_step() {
+  say "T: topology (nvidia-smi topo -m, gcoll_info --topology, the dump of a device job)"
+  timeout 20 nvidia-smi topo -m >"$W/T-nvidia-smi-topo-m.txt" 2>&1
+  timeout 20 nvidia-smi -q >"$W/T-nvidia-smi-q-full.txt" 2>&1
+  command -v lstopo-no-graphics >/dev/null &&
+    timeout 20 lstopo-no-graphics --whole-io -v >"$W/T-lstopo.txt" 2>&1
+  timeout 30 "$BUILD/bin/gcoll_info" --topology >"$W/T-gcoll_info-topology.txt" 2>&1
+  say "T: gcoll_info --topology: exit $?"
+  timeout 30 "$BUILD/bin/gcoll_info" --topology --ranks-per-gpu 4 >"$W/T-gcoll_info-topology-rpg4.txt" 2>&1
+  timeout -k 5 60 mpirun -np 4 -x GCOLL_DEBUG=INFO -x GCOLL_TOPO_DUMP_FILE="$W/T-dump-%h-%p.xml" \
+    -x GCOLL_STATS_FILE="$W/T-stats.json" -x LD_PRELOAD="$BUILD/lib/libgcoll.so" \
+    "$BUILD/bin/osu_allreduce" -d cuda -c -m 8:1048576 -T mpi_float -i 10 -x 2 >"$W/T-osu-info.txt" 2>&1
+  say "T: osu_allreduce -c with the dump: exit $?"
+  {
+    echo '    nvidia-smi topo -m:'
+    sed 's/^/      /' "$W/T-nvidia-smi-topo-m.txt" | head -20
+    echo '    gcoll_info --topology:'
+    sed 's/^/      /' "$W/T-gcoll_info-topology.txt" | head -40
+    echo '    nvidia-smi -q (ids):'
+    grep -m8 -E 'Bus Id|GPU UUID|NUMA|Serial|Product Name' "$W/T-nvidia-smi-q-full.txt" | sed 's/^/      /'
+    echo '    the device job:'
+    grep -m12 -iE 'topolog|p2p|island|one-gpu|source' "$W/T-osu-info.txt" | sed 's/^/      /'
+    grep -o '"device_topology_[a-z_]*": *[0-9]*\|"p2p_probe_failures": *[0-9]*' "$W/T-stats.json" 2>/dev/null | sort | uniq -c | sed 's/^/      /'
+    ls "$W"/T-dump-*.xml 2>/dev/null | head -2 | sed 's/^/      dump: /'
+  } >>"$SUM"
+  local d
+  d=$(ls "$W"/T-dump-*.xml 2>/dev/null | head -1)
+  [ -n "$d" ] && sed 's/^/      /' "$d" | head -40 >>"$SUM"
+}
+
+# bench64 NAME MPIRUN-ARGS...: osu_allreduce -d cuda, 64 MiB floats, np 4, under the preload
+bench64() {
+  local name=$1
+  shift
+  [ "$(left)" -lt 40 ] && { say "$name: not run (no time left)"; return 0; }
+  timeout -k 5 60 mpirun -np 4 "$@" -x LD_PRELOAD="$BUILD/lib/libgcoll.so" "$BUILD/bin/osu_allreduce" \
+    -d cuda -m 67108864:67108864 -T mpi_float -i 20 -x 5 >"$W/$name.txt" 2>&1
+  say "$name (64 MiB allreduce, np 4 $*): exit $? $(grep -E '^ *67108864 ' "$W/$name.txt" | tr -s ' ')"
+}
+
 # ---- GCOLL_BACKLOG_PLAN=recheck: a short rerun of chosen tests, without then with MPS ----------
 if [ "$PLAN" = recheck ]; then
+  [ "${GCOLL_RECHECK_TOPO:-0}" = 1 ] && topo_step
   mps_off
-  ctest_group R1-nomps "${GCOLL_RECHECK_CAP:-120}" "${GCOLL_RECHECK_NOMPS:-^gpu\.(fused_kernels|ipc_probe\.np2)$}"
+  re=${GCOLL_RECHECK_NOMPS-^gpu\.(fused_kernels|ipc_probe\.np2)$}
+  [ -n "$re" ] && ctest_group R1-nomps "${GCOLL_RECHECK_CAP:-120}" "$re"
   if mps_on; then
-    ctest_group R2-mps "${GCOLL_RECHECK_CAP:-120}" "${GCOLL_RECHECK_MPS:-^gpu\.(ipc_probe\.np2)$}"
+    re=${GCOLL_RECHECK_MPS-^gpu\.(ipc_probe\.np2)$}
+    [ -n "$re" ] && ctest_group R2-mps "${GCOLL_RECHECK_CAP:-120}" "$re"
+    # GCOLL_RECHECK_MPS_UCX: tests under MPS with the UCX wheel (.ucx-cuda), as step C;
+    # GCOLL_RECHECK_MPS_UCX_ENV: "VAR=value ..." exported for that group only
+    if [ -n "${GCOLL_RECHECK_MPS_UCX:-}" ] && [ -f .ucx-cuda/libucx/lib/libucp.so.0 ]; then
+      (
+        export LD_LIBRARY_PATH=$ROOT/.ucx-cuda/libucx/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        ctest_group R3-mps-ucx "${GCOLL_RECHECK_CAP:-120}" "$GCOLL_RECHECK_MPS_UCX"
+        if [ -n "${GCOLL_RECHECK_MPS_UCX_ENV:-}" ]; then
+          # shellcheck disable=SC2086
+          export ${GCOLL_RECHECK_MPS_UCX_ENV}
+          say "R4: with ${GCOLL_RECHECK_MPS_UCX_ENV}"
+          ctest_group R4-mps-ucx-env "${GCOLL_RECHECK_CAP:-120}" "$GCOLL_RECHECK_MPS_UCX"
+        fi
+      )
+    fi
     mps_off
   fi
   exit 0
 fi
+
+topo_step
 
 # ---- A: without MPS, the essentials ------------------------------------------------------------
 mps_off
@@ -149,15 +214,26 @@ if mps_on; then
   ctest_group B1-mps 60 '^gpu\.fused\.np[24]$'
   ctest_group B2-mps 110 '^gpu\.(mpi\.default\.np[248]|mpi\.chunk64k\.np4)$'
   ctest_group B3-mps 60 '^gpu\.(mpi\.vnodes2\.pipelined\.np4|traffic\.(large|small)\.pipelined\.n2xl2|stats\..*|osu\..*)$'
+  # the rest of the suite under MPS (gpu.topo.* run on the emulated GPU whatever the machine)
+  ctest_group B4-mps 150 '^gpu\.(mpi\.(vnodes3|vnodes4|vnodes2_rpn4)\.pipelined|mpi\.(staged|managed|nofused)|memkind|limits|threads|soak|traffic\.(large|small)\.pipelined\.n[34]|ipc_probe)'
   # ---- C: the direct way, UCX with CUDA support (the wheel) --------------------------------------
   if [ -f .ucx-cuda/libucx/lib/libucp.so.0 ]; then
     (
       export LD_LIBRARY_PATH=$ROOT/.ucx-cuda/libucx/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
       .ucx-cuda/libucx/bin/ucx_info -d 2>&1 | grep -E 'Memory domain|Transport|memory types' >"$W/C-ucx_info.txt"
-      ctest_group C-direct-mps 50 '^gpu\.(mpi\.vnodes2\.direct\.np4|traffic\.large\.direct\.n2xl2)$'
+      ctest_group C-direct-mps 90 '^gpu\.(mpi\.vnodes[0-9_rpn]*\.direct|traffic\..*\.direct)'
+      # E: the issue 13 benchmark, 64 MiB allreduce on 2 x 2 virtual nodes: direct (this UCX)
+      bench64 E-direct -x GCOLL_RANKS_PER_NODE=2 -x GCOLL_DEVICE_NET=direct
     )
   else
     say "C: no .ucx-cuda carried"
+  fi
+  bench64 E-pipelined -x GCOLL_RANKS_PER_NODE=2 -x GCOLL_DEVICE_NET=pipelined
+  bench64 E-onenode
+  if [ "$(left)" -ge 40 ]; then
+    timeout -k 5 60 mpirun -np 4 "$BUILD/bin/osu_allreduce" -d cuda --staged -m 67108864:67108864 \
+      -T mpi_float -i 10 -x 2 >"$W/E-staged-mpi.txt" 2>&1
+    say "E-staged-mpi (the MPI alone, -d cuda --staged): exit $? $(grep -E '^ *67108864 ' "$W/E-staged-mpi.txt" | tr -s ' ')"
   fi
   mps_off
 fi
@@ -173,24 +249,6 @@ if [ "$l" -ge 40 ]; then
   say "D: exit $?"
   cat "$W/small_calls.md" >>"$SUM" 2>/dev/null
 fi
-l=$(($(left) - 20))
-if [ "$l" -ge 25 ] && mps_on; then
-  say "D2: fused off vs on, osu_allreduce -d cuda under MPS"
-  for rep in 1 2; do
-    for f in off on; do
-      timeout -k 5 30 mpirun -np 4 -x GCOLL_DEVICE_FUSED=$f -x LD_PRELOAD="$BUILD/lib/libgcoll.so" \
-        "$BUILD/bin/osu_allreduce" -d cuda -m 8:1048576 -T mpi_float -i 200 -x 20 \
-        >"$W/D2-fused-$f-$rep.txt" 2>&1
-      say "D2 fused=$f rep $rep: exit $?"
-    done
-  done
-  mps_off
-  for f in off on; do
-    echo "fused=$f:" >>"$SUM"
-    paste "$W/D2-fused-$f-1.txt" "$W/D2-fused-$f-2.txt" | grep -E '^ *[0-9]+ ' >>"$SUM"
-  done
-fi
-
 # ---- A2: without MPS, the rest -----------------------------------------------------------------
-ctest_group A2-nomps 200 '^gpu\.(fused\.np2|mpi\.default\.np[28]|mpi\.staged\.np4|mpi\.managed\.np4|stats\..*|osu\..*|memkind\..*|mpi\.nofused\.np4)$'
+ctest_group A2-nomps 200 '^gpu\.(fused\.np2|mpi\.default\.np[28]|mpi\.staged\.np4|mpi\.managed\.np4|stats\..*|osu\..*|memkind\..*|mpi\.nofused\.np4|mpi\.(vnodes3|vnodes4|vnodes2_rpn4)\.pipelined|limits|threads|soak|traffic\..*pipelined|ipc_probe)'
 exit 0

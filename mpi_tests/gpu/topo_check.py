@@ -24,6 +24,9 @@ Checks on the stats file gcoll writes at MPI_Finalize (summed over ranks):
     data probe caught (per node and communicator);
   * --expect-algo COLL=A|B: the engine ran COLL's calls with A or B only (> 0 calls in all,
     none with any other algorithm but "staged"), and COLL has engine calls.
+And on the dumps (GCOLL_TOPO_DUMP_FILE=<fresh>/dump-%p.xml, always set): one per rank
+(every process discovered its node at its first device call, one GPU shared included),
+each in the dialect (XML) with as many <gpu> elements as FILE.
 Only the Python standard library is used.
 """
 import argparse
@@ -32,6 +35,7 @@ import os
 import shlex
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 
 # The runner with its timeout (the process group killed), shared with the stats check.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,6 +64,27 @@ def parse_args(argv):
     return a
 
 
+def gpus_in(path):
+    return sum(1 for e in ET.parse(path).iter() if e.tag == "gpu")
+
+
+def check_dumps(tmpdir, topo, np):
+    """One GCOLL_TOPO_DUMP_FILE per rank, each with the topology file's GPUs."""
+    dumps = sorted(f for f in os.listdir(tmpdir) if f.startswith("dump-") and f.endswith(".xml"))
+    if len(dumps) != np:
+        return ["%d topology dumps (GCOLL_TOPO_DUMP_FILE), expected one per rank (%d)" % (len(dumps), np)]
+    want = gpus_in(topo)
+    for d in dumps:
+        try:
+            got = gpus_in(os.path.join(tmpdir, d))
+        except (OSError, ET.ParseError) as e:
+            return ["topology dump %s unreadable: %s" % (d, e)]
+        if got != want:
+            return ["topology dump %s has %d GPUs, the file %d" % (d, got, want)]
+    print("topo_check: %d topology dumps, %d GPUs each" % (len(dumps), want))
+    return []
+
+
 def main(argv):
     a = parse_args(argv)
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("GCOLL_")}
@@ -69,7 +94,8 @@ def main(argv):
     tmpdir = tempfile.mkdtemp(prefix="gcoll-topo-")
     stats_path = os.path.join(tmpdir, "stats.json")
     xenv = ["GCOLL_ENABLE=1", "GCOLL_CUDA=emulate", "GCOLL_TOPO_FILE=" + os.path.abspath(a.topo),
-            "GCOLL_STATS_FILE=" + stats_path, "GCOLLTEST_NO_DENIED_IPC=1"] + a.env
+            "GCOLL_STATS_FILE=" + stats_path, "GCOLLTEST_NO_DENIED_IPC=1",
+            "GCOLL_TOPO_DUMP_FILE=" + os.path.join(tmpdir, "dump-%p.xml")] + a.env
     xenv += sorted("%s=%s" % (k, v) for k, v in os.environ.items() if k.startswith("GCOLL_EMU_"))
     cmd = [a.mpiexec] + shlex.split(a.mpiexec_flags) + ["-np", str(a.np)]
     for kv in xenv:
@@ -126,6 +152,8 @@ def main(argv):
                 print("topo_check: %s: engine %d staged %d algorithms %s" % (
                     coll, e.get("engine", 0), e.get("staged", 0),
                     json.dumps({k: v for k, v in e.get("algorithms", {}).items() if v})))
+    if not failures:
+        failures += check_dumps(tmpdir, a.topo, a.np)
     for f in failures:
         print("topo_check: FAIL: " + f)
     if not failures:

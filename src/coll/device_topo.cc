@@ -183,6 +183,9 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
   const Config &c = config();
   const int n = host.local_size, me = host.local_rank;
   MpiBootstrap node(host.node_comm);
+  // Asked for a dump (GCOLL_TOPO_DUMP_FILE): detect now, even where the ranks share one
+  // GPU and nothing below needs the node topology (found on an H100: no dump was written).
+  if (!c.topo_dump_file.empty()) (void)topo::node_topology();
   // 1. The ranks' GPUs.
   char bus[kBusBytes] = {};
   {

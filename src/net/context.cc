@@ -39,29 +39,34 @@ void teardown_locked(State &s) {
   s.context = nullptr;
 }
 
-// True when the UCX_TLS value of `config` can load a shared-memory (mm) transport:
-// "all", "shm"/"sm"/"mm", "posix", "sysv", "xpmem", or a "^..." exclusion list that does
-// not exclude shm.
-bool tls_may_use_mm(const ucp_config_t *config) {
+// The UCX_TLS value of `config` ("all" when unset).
+std::string tls_value(const ucp_config_t *config) {
   char *text = nullptr;
   std::size_t len = 0;
   FILE *f = open_memstream(&text, &len);
-  if (f == nullptr) return true;
+  if (f == nullptr) return "all";
   ucp_config_print(config, f, nullptr, UCS_CONFIG_PRINT_CONFIG);
   fclose(f);
   std::string all(text ? text : "", len);
   free(text);
-  std::string value = "all";
   const std::string key = "UCX_TLS=";
   for (std::size_t pos = 0; pos < all.size();) {
     std::size_t nl = all.find('\n', pos);
     if (nl == std::string::npos) nl = all.size();
-    if (all.compare(pos, key.size(), key) == 0) {
-      value = all.substr(pos + key.size(), nl - pos - key.size());
-      break;
-    }
+    if (all.compare(pos, key.size(), key) == 0) return all.substr(pos + key.size(), nl - pos - key.size());
     pos = nl + 1;
   }
+  return "all";
+}
+
+}  // namespace
+
+// True when a UCX_TLS value can load the transport: `aliases` name it or a group holding
+// it ("shm" for the mm transports), `members` only when listed positively ("all", or a
+// member of the group); a "^..." exclusion list loads it unless an alias is excluded.
+bool tls_allows(const std::string &tls, std::initializer_list<const char *> aliases,
+                std::initializer_list<const char *> members) {
+  std::string value = tls;
   bool negate = false;
   if (!value.empty() && value[0] == '^') {
     negate = true;
@@ -73,12 +78,27 @@ bool tls_may_use_mm(const ucp_config_t *config) {
     if (comma == std::string::npos) comma = value.size();
     std::string tl = value.substr(pos, comma - pos);
     tl = tl.substr(0, tl.find(':'));  // "name:aux"
-    if (tl == "shm" || tl == "sm" || tl == "mm" ||
-        (!negate && (tl == "all" || tl == "posix" || tl == "sysv" || tl == "xpmem")))
-      listed = true;
+    for (const char *a : aliases) listed = listed || tl == a;
+    if (!negate) {
+      listed = listed || tl == "all";
+      for (const char *m : members) listed = listed || tl == m;
+    }
     pos = comma + 1;
   }
   return negate ? !listed : listed;
+}
+
+namespace {
+
+// UCX_TLS can load a shared-memory (mm) transport: "all", "shm"/"sm"/"mm", "posix",
+// "sysv", "xpmem", or a "^..." exclusion list that does not exclude shm.
+bool tls_may_use_mm(const ucp_config_t *config) {
+  return tls_allows(tls_value(config), {"shm", "sm", "mm"}, {"posix", "sysv", "xpmem"});
+}
+
+// UCX_TLS can load cuda_ipc: "all", "cuda", "cuda_ipc", or an exclusion list without them.
+bool tls_may_use_cuda_ipc(const ucp_config_t *config) {
+  return tls_allows(tls_value(config), {"cuda", "cuda_ipc"}, {});
 }
 
 Status init_locked(State &s) {
@@ -119,6 +139,25 @@ Status init_locked(State &s) {
     if (us != UCS_OK)
       GCOLL_INFO("ucx: cannot set MM_ERROR_HANDLING=y (%s); shared memory may be unused",
                  ucs_status_string(us));
+  }
+
+  // cuda_ipc's mapping cache off on gcoll's own configuration, unless the user set
+  // UCX_CUDA_IPC_CACHE. gcoll maps its node peers' device buffers through CUDA IPC
+  // itself (mem/cuda_space_expose.cc); with the cache on, UCX keeps its own mappings of
+  // peers' allocations after a transfer, and once such an allocation is freed and another
+  // comes at its address, the driver refuses gcoll's mapping of the new one
+  // (CUDA_ERROR_ALREADY_MAPPED) while UCX's stale one stays open: gcoll cannot close it.
+  // Found on an H100 (gpu.mpi.vnodes2.direct.np4: ranks on different virtual nodes of one
+  // host send device memory through gcoll's UCX, then meet on one node in a split
+  // communicator). gcoll's UCX peers are on other nodes, where cuda_ipc does not apply,
+  // except for virtual nodes: nothing is lost on real ones. Set only where the cuda_ipc
+  // transport loads: else UCX warns about a configuration nothing used.
+  if (foreign_env("UCX_CUDA_IPC_CACHE") == nullptr && tls_may_use_cuda_ipc(config) && has_component("cuda_ipc")) {
+    us = ucp_config_modify(config, "CUDA_IPC_CACHE", "n");
+    if (us == UCS_OK)
+      GCOLL_INFO("ucx: CUDA_IPC_CACHE=n (UCX keeps no mappings of peers' device buffers)");
+    else
+      GCOLL_INFO("ucx: cannot set CUDA_IPC_CACHE=n (%s)", ucs_status_string(us));
   }
 
   // The rail NIC chosen from the node topology (transport.h: Options::net_devices); a

@@ -12,6 +12,7 @@ namespace {
 
 Api g_api;
 bool g_loaded = false;
+void *g_handle = nullptr;
 std::string g_why;
 
 void load_once() {
@@ -35,6 +36,7 @@ void load_once() {
 #undef GCOLL_UCX_LOOKUP
   if (!ok) return;  // the handle stays open: UCX may be the MPI's, in use
   g_api = a;
+  g_handle = h;
   g_loaded = true;
 }
 
@@ -49,6 +51,29 @@ bool load_api(std::string *why) {
 }
 
 const Api &api() { return g_api; }
+
+bool has_component(const char *name) {
+  if (!load_api(nullptr)) return false;
+  using Query = decltype(&::uct_query_components);
+  using CompQuery = decltype(&::uct_component_query);
+  using Release = decltype(&::uct_release_component_list);
+  const auto query = reinterpret_cast<Query>(dlsym(g_handle, "uct_query_components"));
+  const auto comp_query = reinterpret_cast<CompQuery>(dlsym(g_handle, "uct_component_query"));
+  const auto release = reinterpret_cast<Release>(dlsym(g_handle, "uct_release_component_list"));
+  if (query == nullptr || comp_query == nullptr || release == nullptr) return false;
+  uct_component_h *comps = nullptr;
+  unsigned n = 0;
+  if (query(&comps, &n) != UCS_OK) return false;
+  bool found = false;
+  for (unsigned i = 0; i < n && !found; ++i) {
+    uct_component_attr_t attr{};
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    if (comp_query(comps[i], &attr) == UCS_OK)
+      found = std::string(attr.name) == name && attr.md_resource_count > 0;
+  }
+  release(comps);
+  return found;
+}
 
 std::string loaded_version() {
   std::string why;

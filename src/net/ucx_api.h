@@ -16,6 +16,7 @@
 #pragma once
 
 #include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
 
 #include <string>
 
@@ -34,6 +35,11 @@ struct Api {
   GCOLL_UCX_FUNCTIONS(GCOLL_UCX_MEMBER)
 #undef GCOLL_UCX_MEMBER
 };
+
+// Whether the UCX loaded has the UCT component `name` (e.g. "cuda_ipc") with at least one
+// memory domain: its module loaded (a UCX built with CUDA, and a CUDA driver). Answered
+// through uct_query_components, looked up on its own (a UCX without it answers false).
+bool has_component(const char *name);
 
 // Loads UCX once (thread-safe); false, with the reason in *why, when it cannot be loaded
 // or lacks a function. Every other use of the table comes after a successful load.

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -109,6 +110,12 @@ struct State {
   bool flush_owed = true; // Options::flush_owed_on_wait
   std::string net_devices; // Options::net_devices
 };
+
+// Whether a UCX_TLS value lets UCX load a transport (context.cc): `aliases` name it or a
+// group holding it (excluded by "^alias"), `members` load it only when listed positively
+// (as "all" does). tls_allows("^tcp", {"shm", "sm", "mm"}, {"posix"}) is true.
+bool tls_allows(const std::string &tls, std::initializer_list<const char *> aliases,
+                std::initializer_list<const char *> members);
 
 // The process-wide state (context.cc).
 State &st();
