@@ -4,7 +4,7 @@
 Usage:
   topo_check.py --mpiexec MPIRUN [--mpiexec-flags="..."] --np N --topo FILE.xml
       --expect-class CLASS [--expect-algo COLL=A|B]... [--expect-probe-failures N]
-      [--env VAR=VALUE]... [--timeout S] -- PROGRAM [ARGS...]
+      [--expect-ring] [--env VAR=VALUE]... [--timeout S] -- PROGRAM [ARGS...]
 
 The program (gcoll_gpu_mpi_test with a filter: the collectives' correctness suites,
 results compared with PMPI_* on host copies) runs as
@@ -22,6 +22,9 @@ Checks on the stats file gcoll writes at MPI_Finalize (summed over ranks):
     communicators may count other classes (odd ranks on GPUs without P2P between them);
   * library.p2p_probe_failures: 0 for N = 0 (default), else at least N: the GPU pairs the
     data probe caught (per node and communicator);
+  * --expect-ring: library.device_nvlink_rings >= N: every rank of MPI_COMM_WORLD set up
+    the device engine along its node's NVLink ring, and each of allreduce, bcast,
+    allgather and reduce_scatter_block that the program called ran calls with @nvring;
   * --expect-algo COLL=A|B: the engine ran COLL's calls with A or B only (> 0 calls in all,
     none with any other algorithm but "staged"), and COLL has engine calls.
 And on the dumps (GCOLL_TOPO_DUMP_FILE=<fresh>/dump-%p.xml, always set): one per rank
@@ -53,6 +56,7 @@ def parse_args(argv):
     p.add_argument("--expect-class", required=True, choices=[c.replace("_", "-") for c in CLASSES])
     p.add_argument("--expect-algo", action="append", default=[], metavar="COLL=A|B")
     p.add_argument("--expect-probe-failures", type=int, default=0)
+    p.add_argument("--expect-ring", action="store_true")
     p.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
     p.add_argument("--timeout", type=float, default=240.0)
     p.add_argument("command", nargs=argparse.REMAINDER)
@@ -128,6 +132,16 @@ def main(argv):
         if n < a.np:
             failures.append("device_topology_%s = %d, expected at least %d (every rank of MPI_COMM_WORLD)"
                             % (want, n, a.np))
+        rings = lib.get("device_nvlink_rings", 0)
+        if a.expect_ring and rings < a.np:
+            failures.append("device_nvlink_rings = %d, expected at least %d (every rank of MPI_COMM_WORLD)"
+                            % (rings, a.np))
+        for coll in ("allreduce", "bcast", "allgather", "reduce_scatter_block"):
+            e = stats.get(coll, {})
+            if a.expect_ring and e.get("engine", 0) > 0 and e.get("algorithms", {}).get("nvring", 0) <= 0:
+                failures.append("%s: no calls along the NVLink ring (@nvring)" % coll)
+        if not a.expect_ring and rings:
+            failures.append("device_nvlink_rings = %d, expected 0" % rings)
         # Counted once per node and communicator that probed the pair (world, and the
         # suites' split communicators that hold both of its ranks).
         pf = lib.get("p2p_probe_failures", 0)

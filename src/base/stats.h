@@ -51,7 +51,9 @@ constexpr int kMaxAlgos = 32;                            // engine algorithms, b
 //                   (topo/node_topo.h: TopoClass; coll/device_topo.h): one per rank and
 //                   communicator that set up the device engine;
 //   P2pProbeFailures: GPU pairs whose P2P failed the data probe (coll/device_topo.cc),
-//                   counted by the node's first rank of each communicator that probed them.
+//                   counted by the node's first rank of each communicator that probed them;
+//   NvlinkRings:    device spaces created on an NVLink ring (coll/device_topo.h: one node
+//                   whose GPUs are P2P only along a cycle), one per rank and communicator.
 enum class Counter : int {
   HiddenMpi = 0,
   Agreements,
@@ -64,6 +66,7 @@ enum class Counter : int {
   TopoIslands,
   TopoNoP2p,
   P2pProbeFailures,
+  NvlinkRings,
   kCount
 };
 constexpr int kLibCounters = static_cast<int>(Counter::kCount);

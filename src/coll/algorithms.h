@@ -3,6 +3,8 @@
 // them is registry.cc.
 #pragma once
 
+#include <functional>
+
 #include "coll/engine.h"
 #include "mem/memspace.h"
 #include "coll/rail.h"
@@ -12,6 +14,12 @@ namespace gcoll {
 // Byte offsets into buffers.
 inline char *at(void *p, std::size_t off) { return static_cast<char *>(p) + off; }
 inline const char *at(const void *p, std::size_t off) { return static_cast<const char *>(p) + off; }
+// My position on the device engine's NVLink ring (Topology::ring; the *_nvring files).
+inline int ring_position(const Topology &t) {
+  for (int i = 0; i < static_cast<int>(t.ring.size()); ++i)
+    if (t.ring[i] == t.local_rank) return i;
+  return 0;
+}
 // Elements of one pipeline chunk (CallContext::chunk_bytes), at least one.
 inline std::size_t chunk_elems(const CallContext &cx, std::size_t elem) { return cx.chunk_bytes / elem ? cx.chunk_bytes / elem : 1; }
 
@@ -42,5 +50,16 @@ Status reduce_scatter_block_twoshot(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_block_allreduce(CallContext &cx, const CollArgs &a);
 Status bcast_fused(CallContext &cx, const CollArgs &a);
 Status allgather_fused(CallContext &cx, const CollArgs &a);
+// Device buffers on one node along its NVLink ring (Topology::ring): through the banks,
+// each rank reading only its predecessor's.
+Status allreduce_nvring(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_block_nvring(CallContext &cx, const CollArgs &a);
+// Their ring reduce-scatter (allreduce_nvring.cc): L segments of the input, segment j at
+// seg(j) (elements), reduced so that the rank at ring position p ends with segment p + 1,
+// written to `result`. L - 1 syncs.
+using RingSegment = std::function<void(int j, std::size_t *off, std::size_t *n)>;
+Status nvring_reduce_scatter(CallContext &cx, const CollArgs &a, const void *in, const RingSegment &seg, void *result);
+Status bcast_nvring(CallContext &cx, const CollArgs &a);
+Status allgather_nvring(CallContext &cx, const CollArgs &a);
 
 }  // namespace gcoll

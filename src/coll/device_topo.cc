@@ -170,6 +170,29 @@ NodeIslands node_islands(const Matrix &same_gpu, const Matrix &p2p, const Matrix
     }
     r.island[p] = first[part[p]];
   }
+  // Not one clique: a ring along NVLink, over the GPUs (a GPU's ranks consecutive).
+  if (r.count > 1) {
+    std::vector<int> gpu_of(n, -1), rep;  // rank -> GPU index; GPU -> its first rank
+    for (int p = 0; p < n; ++p) {
+      for (int g = 0; g < static_cast<int>(rep.size()) && gpu_of[p] < 0; ++g)
+        if (same_gpu[p][rep[g]]) gpu_of[p] = g;
+      if (gpu_of[p] < 0) {
+        gpu_of[p] = static_cast<int>(rep.size());
+        rep.push_back(p);
+      }
+    }
+    const int g = static_cast<int>(rep.size());
+    Matrix link(g, std::vector<bool>(g, false));
+    std::vector<int> all(g);
+    for (int x = 0; x < g; ++x) {
+      all[x] = x;
+      for (int y = 0; y < g; ++y) link[x][y] = x != y && nvlink[rep[x]][rep[y]] && p2p[rep[x]][rep[y]];
+    }
+    const std::vector<int> cycle = g >= 3 ? topo::find_ring(link, all) : std::vector<int>{};
+    for (int x : cycle)
+      for (int p = 0; p < n; ++p)
+        if (gpu_of[p] == x) r.ring.push_back(p);
+  }
   if (!distinct)
     r.cls = topo::TopoClass::OneGpu;
   else if (all_p2p)
@@ -244,6 +267,16 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
   }
   // 4. Islands; whether any node of the communicator has several.
   out->node = node_islands(same, p2p, nv);
+  // 5. One node on its NVLink ring: the node's ranks found the same ring, and a
+  // communicator of one node has no other node to disagree with (host.num_nodes is the
+  // same on every rank).
+  if (host.num_nodes == 1 && !out->node.ring.empty()) {
+    out->ring = true;
+    out->topo = std::make_unique<Topology>();
+    if (!ok(build_topology_islands(comm, host, 0, out->topo.get()))) return Status::ErrInternal;
+    out->topo->ring = out->node.ring;
+    return Status::Ok;
+  }
   MpiBootstrap all(comm);
   long long several = out->node.count > 1 ? 1 : 0;
   if (!ok(all.max(&several, 1))) return Status::ErrComm;
@@ -298,10 +331,15 @@ std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
     }
   const NodeIslands isl = node_islands(same, p2p, nv);
   Topology dt;
-  compute_layout(isl.island, 0, &dt);
+  const bool ring = !isl.ring.empty();
+  compute_layout(ring ? std::vector<int>(ranks, 0) : isl.island, 0, &dt);
+  dt.ring = isl.ring;
   std::string out = "device paths for " + std::to_string(ranks) + " ranks on this node: " +
                     topo::topo_class_name(isl.cls) + ", " + std::to_string(isl.count) + " P2P island" +
-                    (isl.count == 1 ? "" : "s") + (isl.count > 1 ? " (each a node of the device engine; host memory between them)" : "") + "\n";
+                    (isl.count == 1 ? "" : "s") +
+                    (ring ? " (one node of the device engine along the NVLink ring)"
+                          : isl.count > 1 ? " (each a node of the device engine; host memory between them)" : "") +
+                    "\n";
   const std::size_t sizes[] = {8, 64 << 10, 16 << 20};
   const char *size_names[] = {"8 B", "64 KiB", "16 MiB"};
   for (Coll coll : {Coll::Allreduce, Coll::Bcast, Coll::Allgather, Coll::Reduce_scatter_block}) {

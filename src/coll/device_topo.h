@@ -14,7 +14,12 @@
 //      islands become the device engine's "nodes" (its own Topology: each island a node,
 //      the hop between islands through host memory over the rails' transport, as between
 //      nodes), so that one pair without P2P never sends the whole communicator through
-//      the MPI.
+//      the MPI;
+//   5. except on a communicator of one node whose GPUs, not all P2P to each other, lie
+//      on a cycle of NVLink pairs (DGX-1's hybrid cube mesh, or a subset of it): then the
+//      device engine runs on the whole node along that ring (Topology::ring; the *_nvring
+//      algorithms: each rank reads only its predecessor's memory, and maps only its two
+//      ring neighbours'), never across a pair without NVLink and without host memory.
 // The outcome is agreed through the agreement path (boot/bootstrap.h): every rank of the
 // node sees the same gathered verdicts; whether any node has several islands is agreed
 // over the communicator.
@@ -37,6 +42,10 @@ struct NodeIslands {
   std::vector<int> island;  // local rank -> island id (its lowest local rank)
   int count = 1;            // islands on the node
   topo::TopoClass cls = topo::TopoClass::OneGpu;
+  // Several islands, and a cycle through every rank along NVLink pairs that are P2P (the
+  // ranks of one GPU next to each other): the local ranks in ring order, starting at 0.
+  // Empty otherwise.
+  std::vector<int> ring;
 };
 
 // From the node's verdicts: same_gpu[p][q] (the two ranks' GPUs are one), p2p[p][q] (both
@@ -48,7 +57,9 @@ NodeIslands node_islands(const std::vector<std::vector<bool>> &same_gpu, const s
 struct DeviceTopology {
   NodeIslands node;               // my node's
   bool split = false;             // some node of the communicator has several islands
-  std::unique_ptr<Topology> topo; // split: the device engine's topology (each island a node)
+  bool ring = false;              // one node, on its NVLink ring (step 5 above)
+  std::unique_ptr<Topology> topo; // split: the device engine's topology (each island a node);
+                                  // ring: the node, with Topology::ring
   int probe_failures = 0;         // GPU pairs of my node that failed the data probe
   std::string gpu_bus_id;         // mine
 };

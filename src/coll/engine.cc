@@ -170,6 +170,8 @@ Status Engine::create_device_space(int gpu) {
       });
     host_rail = island_rail.get();
     group_of_rail = island_rail_group;
+  } else if (ok(st) && dt.ring) {
+    island_topo = std::move(dt.topo);  // one node: no rails
   }
   const Topology &t = island_topo ? *island_topo : topo;
   CudaSpaceOptions o;
@@ -180,6 +182,15 @@ Status Engine::create_device_space(int gpu) {
   // Across nodes the bank algorithms run (the fused ops are one node's), and they need
   // the banks and the work area that a space which fuses does not have.
   o.fused = t.num_nodes > 1 ? FusedMode::Off : c.device_fused;
+  // On the NVLink ring: only the two ring neighbours' banks are mapped (a pair without
+  // NVLink may have no P2P at all), and no fused ops (their kernels read every peer).
+  if (!t.ring.empty()) {
+    o.fused = FusedMode::Off;
+    const int L = static_cast<int>(t.ring.size());
+    o.map_peers.assign(L, false);
+    for (int i = 0; i < L; ++i)
+      if (t.ring[i] == t.local_rank) o.map_peers[t.ring[(i + 1) % L]] = o.map_peers[t.ring[(i + L - 1) % L]] = true;
+  }
   if (ok(st))
     st = without_exceptions("device engine setup", [&] { return create_cuda_space(t.node_comm, o, &device_space); });
   // Across nodes, on ranks with a rail: the pipelined channel (always possible, the
@@ -233,9 +244,11 @@ Status Engine::create_device_space(int gpu) {
     GCOLL_INFO("device topology on communicator #%llu, node %d: GPU %s, %s, %d P2P island%s%s%s",
                static_cast<unsigned long long>(id), topo.node, dt.gpu_bus_id.empty() ? "?" : dt.gpu_bus_id.c_str(),
                topo::topo_class_name(dt.node.cls), dt.node.count, dt.node.count == 1 ? "" : "s",
-               dt.split ? " (the device engine's nodes are the islands)" : "",
+               dt.split ? " (the device engine's nodes are the islands)"
+                        : dt.ring ? " (the device engine runs along their NVLink ring)" : "",
                dt.probe_failures ? ", P2P probe failed on some pairs" : "");
   process_stats().count(topo_counter(dt.node.cls));
+  if (dt.ring) process_stats().count(Counter::NvlinkRings);
   // Once per node and communicator (every rank of the node found the same pairs).
   if (dt.probe_failures && topo.local_rank == 0) process_stats().count(Counter::P2pProbeFailures, dt.probe_failures);
   return Status::Ok;

@@ -12,14 +12,22 @@ namespace {
 bool can_run(const CollArgs &a) { return a.coll != Coll::Allreduce || a.reducible; }
 
 // The bank algorithms: everywhere but on a device space that fuses (its banks are the
-// fused ops' there, memspace.h).
-bool banks(const CollArgs &a, const Topology &) { return can_run(a) && !(a.mem == MemKind::Device && a.fused); }
+// fused ops' there, memspace.h), and on the NVLink ring (they read every peer's bank; the
+// ring's space maps only its neighbours').
+bool banks(const CollArgs &a, const Topology &t) {
+  return can_run(a) && !(a.mem == MemKind::Device && a.fused) && t.ring.empty();
+}
+
+// Device buffers on one node along its NVLink ring (Topology::ring).
+bool device_ring(const CollArgs &a, const Topology &t) {
+  return can_run(a) && a.mem == MemKind::Device && !t.ring.empty() && t.num_nodes == 1;
+}
 
 // Device buffers on one node whose device space fuses (agreed at its creation); elements
 // whose size divides the blocks' alignment (all but the long double types, which the
 // CUDA kernels do not have anyway).
 bool device_fused(const CollArgs &a, const Topology &t) {
-  return can_run(a) && a.mem == MemKind::Device && a.fused && t.num_nodes == 1 && a.elem > 0 &&
+  return can_run(a) && a.mem == MemKind::Device && a.fused && t.num_nodes == 1 && t.ring.empty() && a.elem > 0 &&
          kFusedAlign % a.elem == 0;
 }
 
@@ -30,7 +38,8 @@ bool device_any(const CollArgs &a, const Topology &) { return a.mem == MemKind::
 // At most 16 local ranks (kCudaMaxSources): one kernel pass reads every source before it
 // writes, so an in-place destination may alias a source; a second pass would not.
 bool device_one_node(const CollArgs &a, const Topology &t) {
-  return can_run(a) && a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1 && t.local_size <= 16;
+  return can_run(a) && a.mem == MemKind::Device && a.zero_copy && t.num_nodes == 1 && t.local_size <= 16 &&
+         t.ring.empty();
 }
 
 // reduce_scatter_block: one node through the banks; several nodes (host memory: its
@@ -70,6 +79,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node (MPS or a GPU per rank): one kernel per rank publishes its input, waits for the "
        "peers' flags in device memory and reduces all of them; one wait on the host",
        device_fused, allreduce_fused},
+      {Coll::Allreduce, "nvring",
+       "device buffers on one node whose GPUs are P2P only along an NVLink cycle: ring reduce-scatter and "
+       "allgather, each rank reading only its predecessor's bank",
+       device_ring, allreduce_nvring},
       {Coll::Allreduce, "staged", "device buffers: copied to pinned host memory for the MPI's own allreduce",
        device_any, nullptr},
       {Coll::Bcast, "binomial", "binomial tree between nodes along one rail, then intra-node copy", banks,
@@ -81,6 +94,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node (MPS or a GPU per rank): one kernel per rank; the others copy the root's bank "
        "once its flag is up",
        device_fused, bcast_fused},
+      {Coll::Bcast, "nvring",
+       "device buffers on one node along its NVLink ring: from the root around the ring, pipelined a bank at a "
+       "time",
+       device_ring, bcast_nvring},
       {Coll::Bcast, "staged", "device buffers: copied to pinned host memory for the MPI's own bcast", device_any,
        nullptr},
       {Coll::Allgather, "ring", "intra-node exchange, ring between nodes on every rail", banks, allgather_ring},
@@ -89,6 +106,9 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node (MPS or a GPU per rank): one kernel per rank publishes its block and copies "
        "everyone's once their flags are up",
        device_fused, allgather_fused},
+      {Coll::Allgather, "nvring",
+       "device buffers on one node along its NVLink ring: every block around the ring, a bank at a time",
+       device_ring, allgather_nvring},
       {Coll::Allgather, "staged", "device buffers: copied to pinned host memory for the MPI's own allgather",
        device_any, nullptr},
       {Coll::Reduce_scatter_block, "node",
@@ -103,6 +123,9 @@ const std::vector<Algorithm> &algorithms() {
        "several nodes, host memory: the hierarchical allreduce (ring along the rails) a chunk at a time; each rank "
        "keeps its block",
        rsb_allreduce, reduce_scatter_block_allreduce},
+      {Coll::Reduce_scatter_block, "nvring",
+       "device buffers on one node along its NVLink ring: the ring reduce-scatter with the blocks as segments",
+       device_ring, reduce_scatter_block_nvring},
       {Coll::Reduce_scatter_block, "staged",
        "device buffers: copied to pinned host memory for the MPI's own reduce_scatter_block", device_any, nullptr},
   };

@@ -12,8 +12,10 @@ namespace gcoll {
 // two-shot moves 3 x S bytes per rank instead of (3 + n) x S) and for any size where the
 // buffers cannot be exposed; the bank algorithms (oneshot, rd, ring, binomial, ...)
 // never run on a device space that fuses (registry.cc), so what it cannot fuse (long
-// double elements) and cannot run zero-copy is staged.
+// double elements) and cannot run zero-copy is staged. On a node's NVLink ring (only
+// there) the *_nvring algorithms, whatever the size.
 const char *const kDefaultTune =
+    "allreduce:0-inf:@nvring,bcast:0-inf:@nvring,allgather:0-inf:@nvring,reduce_scatter_block:0-inf:@nvring,"
     "allreduce:0-4M:@fused,allreduce:0-16K:@oneshot,allreduce:16K-inf:@twoshot,allreduce:4M-inf:@fused,"
     "allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,allreduce:0-inf:@staged,"
     "bcast:0-inf:@fused,bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"

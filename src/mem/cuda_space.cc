@@ -82,7 +82,7 @@ Status CudaSpace::setup() {
     votes[p].sm_count = r.sm_count;
     votes[p].mps = r.mps;
     votes[p].mode = static_cast<FusedMode>(r.fused_mode);
-    if (p == me) continue;
+    if (p == me || (!opt_.map_peers.empty() && !opt_.map_peers[p])) continue;
     void *local = nullptr;
     st = cuda::driver().ipc_open(r.handle, &local);  // warns itself on failure
     peers_[p] = static_cast<char *>(local);

@@ -32,6 +32,10 @@ struct CudaSpaceOptions {
   FusedMode fused = FusedMode::Auto;         // GCOLL_DEVICE_FUSED
   double fused_spin_us = 2000;               // how long one launch of a fused kernel waits
                                              // for its peers before the host relaunches it
+  // The node peers whose banks are mapped, by local rank (empty: all). Others' banks are
+  // never opened and peer() gives nullptr for them: only for algorithms that read no
+  // more than these (the NVLink ring's neighbours); the space then must not fuse.
+  std::vector<bool> map_peers;
 };
 
 // What one rank says at creation about the fused ops (exchanged inside the node).

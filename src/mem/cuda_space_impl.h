@@ -76,7 +76,9 @@ class CudaSpace final : public MemSpace {
   Status publish(std::size_t at, const void *src, std::size_t bytes) override;
   Status sync() override;
 
-  const void *peer(int lr) const override { return bank(lr, (epoch_ - 1) & 1); }
+  const void *peer(int lr) const override {
+    return peers_[lr] ? bank(lr, (epoch_ - 1) & 1) : nullptr;  // nullptr: not mapped (map_peers)
+  }
 
   bool can_reduce(DType t, ROp op) const override { return rt().reduce_supported(op, t); }
 
