@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "mem/device_scope.h"
+#include "mem/numa_place.h"
 #include "mem/pool.h"
 
 namespace gcoll::pinned {
@@ -51,7 +52,13 @@ std::vector<std::pair<int, cuda::Event>> g_free_events;  // (device, event)
 
 Status alloc_host(cuda::Runtime &r, std::size_t bytes, void **p, bool *pinned) {
   *p = nullptr;
-  if (ok(r.malloc_host(p, bytes))) {
+  bool got;
+  {
+    // On the NUMA node of the GPU whose data it stages (the current device's).
+    numa_place::PreferNode near(numa_place::gpu_numa_node(r.current_device()));
+    got = ok(r.malloc_host(p, bytes));
+  }
+  if (got) {
     *pinned = true;
     return Status::Ok;
   }

@@ -15,7 +15,8 @@ namespace gcoll::pinned {
 // Host memory to stage device data through: pinned (the runtime's malloc_host) where it
 // can be had, else pageable memory, which the runtime's copies accept too, more slowly (the
 // driver stages them itself): a memlock limit (containers) or exhausted pinned memory must
-// cost speed, not the call. The first fallback of the process is warned, once. *pinned
+// cost speed, not the call. Pinned memory is placed on the NUMA node of the current
+// device's GPU (mem/numa_place.h). The first fallback of the process is warned, once. *pinned
 // tells which it is; give it back with free_host(rt, p, *pinned). ErrNoMem when neither
 // can be had.
 Status alloc_host(cuda::Runtime &rt, std::size_t bytes, void **p, bool *pinned);
