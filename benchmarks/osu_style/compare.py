@@ -42,7 +42,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-BENCHES = ("osu_allreduce", "osu_bcast", "osu_allgather", "osu_reduce_scatter_block")
+BENCHES = ("osu_allreduce", "osu_bcast", "osu_allgather", "osu_reduce_scatter_block", "osu_reduce",
+           "osu_reduce_scatter", "osu_alltoall", "osu_allgatherv", "osu_gather", "osu_scatter")
 LAT = "Avg Latency(us)"
 
 
@@ -128,15 +129,19 @@ def parse_omb_output(text):
 # ---- measures ----------------------------------------------------------------------
 
 def alg_bytes(bench, size, nprocs):
-    """Bytes per call for algbw (nccl-tests): allgather counts the gathered buffer."""
-    return size * nprocs if bench == "osu_allgather" else size
+    """Bytes per call for algbw (nccl-tests): the gathering and all-to-all benchmarks count
+    the whole buffer (the size is one rank's part there), the others the message."""
+    per_rank = ("osu_allgather", "osu_allgatherv", "osu_alltoall", "osu_gather", "osu_scatter")
+    return size * nprocs if bench in per_rank else size
 
 
 def bus_factor(bench, nprocs):
-    """nccl-tests: allreduce 2(n-1)/n, allgather and reduce-scatter (n-1)/n, broadcast 1."""
+    """nccl-tests: allreduce 2(n-1)/n, allgather, reduce-scatter, all-to-all, gather and
+    scatter (n-1)/n, broadcast and reduce 1."""
     if bench == "osu_allreduce":
         return 2.0 * (nprocs - 1) / nprocs
-    if bench in ("osu_allgather", "osu_reduce_scatter_block"):
+    if bench in ("osu_allgather", "osu_reduce_scatter_block", "osu_reduce_scatter", "osu_alltoall",
+                 "osu_allgatherv", "osu_gather", "osu_scatter"):
         return (nprocs - 1) / nprocs
     return 1.0
 

@@ -746,7 +746,7 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
   }
 
   /* OMB's check_mem_limit */
-  size_t per_rank_factor = b->rbuf_per_rank ? (size_t)nprocs : 1;
+  size_t per_rank_factor = b->rbuf_per_rank || b->sbuf_per_rank ? (size_t)nprocs : 1;
   if (opt.max_size * per_rank_factor > opt.mem_limit) {
     opt.max_size = opt.mem_limit / per_rank_factor;
     if (rank == 0)
@@ -763,8 +763,8 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
   c.comm = MPI_COMM_WORLD;
   c.rank = rank;
   c.nprocs = nprocs;
-  const size_t sbytes = b->uses_sbuf ? opt.max_size : 0;
-  const size_t rbytes = opt.max_size * per_rank_factor;
+  const size_t sbytes = b->uses_sbuf ? opt.max_size * (b->sbuf_per_rank ? (size_t)nprocs : 1) : 0;
+  const size_t rbytes = opt.max_size * (b->rbuf_per_rank ? (size_t)nprocs : 1);
   const int device = opt.accel == OSU_CUDA;
   /* device buffers are allocated once, at the largest size, as OMB does */
   if (sbytes) c.sbuf = osu_alloc(&opt, sbytes, 0);

@@ -1,5 +1,5 @@
 /*
- * osu_common: what osu_allreduce, osu_bcast and osu_allgather share: OMB 7.x
+ * osu_common: what the osu_* collective benchmarks share: OMB 7.x
  * options, buffers (host or CUDA device), the timing loop, validation helpers and
  * OMB-format output. Each benchmark file describes its collective in an osu_bench
  * (how to call it directly and staged, how to fill inputs and check results) and
@@ -87,6 +87,7 @@ typedef struct osu_bench {
   int has_root;      /* -k */
   int uses_sbuf;     /* 0: one buffer (bcast) */
   int rbuf_per_rank; /* receive buffer holds one message per rank (allgather) */
+  int sbuf_per_rank; /* send buffer holds one message per rank (alltoall, scatter) */
   /* nccl-tests conventions: bytes moved per call for algbw, and the bus factor. */
   double (*alg_bytes)(size_t size, int nprocs);
   double (*bus_factor)(int nprocs);

@@ -1,0 +1,97 @@
+/*
+ * osu_allgatherv: MPI_Allgatherv latency, OMB 7.x compatible: as OMB, every rank
+ * contributes the same size (recvcounts all equal, displacements packed); the receive
+ * buffer holds nprocs times that. -l: MPI_IN_PLACE. See README.md for the options and
+ * the output format.
+ */
+#include <stdlib.h>
+
+#include "osu_common.h"
+
+static double alg_bytes(size_t size, int nprocs) { return (double)size * nprocs; }
+static double bus_factor(int nprocs) { return (double)(nprocs - 1) / nprocs; }
+
+static int *counts, *displs; /* nprocs entries, set for the current count */
+
+static void layout(const osu_ctx *c, int count) {
+  if (!counts) {
+    counts = (int *)malloc(sizeof(int) * (size_t)c->nprocs);
+    displs = (int *)malloc(sizeof(int) * (size_t)c->nprocs);
+    if (!counts || !displs) MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+  }
+  for (int r = 0; r < c->nprocs; r++) {
+    counts[r] = count;
+    displs[r] = r * count;
+  }
+}
+
+static void call(osu_ctx *c, int count) {
+  layout(c, count);
+  if (c->opt->in_place)
+    OSU_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, counts, displs, c->type->dtype, c->comm));
+  else
+    OSU_MPI(MPI_Allgatherv(c->sbuf, count, c->type->dtype, c->rbuf, counts, displs, c->type->dtype, c->comm));
+}
+
+/* own block device -> pinned host, MPI on host, whole result host -> device */
+static void call_staged(osu_ctx *c, int count) {
+  size_t bytes = (size_t)count * c->type->size;
+  layout(c, count);
+  if (c->opt->in_place) {
+    size_t off = (size_t)c->rank * bytes;
+    osu_to_host(c, (char *)c->hr + off, (const char *)c->rbuf + off, bytes);
+    OSU_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->hr, counts, displs, c->type->dtype, c->comm));
+  } else {
+    osu_to_host(c, c->hs, c->sbuf, bytes);
+    OSU_MPI(MPI_Allgatherv(c->hs, count, c->type->dtype, c->hr, counts, displs, c->type->dtype, c->comm));
+  }
+  osu_to_device(c, c->rbuf, c->hr, bytes * (size_t)c->nprocs);
+}
+
+static long value(int r, size_t i, int seed) { return (long)(((size_t)r * 13 + i + (size_t)seed) % 100); }
+
+static void fill(osu_ctx *c, int count, int seed) {
+  size_t n = (size_t)count, bytes = n * c->type->size;
+  for (int r = 0; r < c->nprocs; r++)
+    for (size_t i = 0; i < n; i++)
+      osu_set(c->type, c->hr, (size_t)r * n + i, c->opt->in_place && r == c->rank ? value(r, i, seed) : OSU_SENTINEL);
+  osu_to_device(c, c->rbuf, c->hr, bytes * (size_t)c->nprocs);
+  if (!c->opt->in_place) {
+    for (size_t i = 0; i < n; i++) osu_set(c->type, c->hs, i, value(c->rank, i, seed));
+    osu_to_device(c, c->sbuf, c->hs, bytes);
+  }
+}
+
+static long check(osu_ctx *c, int count, int seed) {
+  size_t n = (size_t)count;
+  osu_to_host(c, c->hr, c->rbuf, n * c->type->size * (size_t)c->nprocs);
+  long errors = 0;
+  for (int r = 0; r < c->nprocs; r++)
+    for (size_t i = 0; i < n; i++)
+      if (osu_get(c->type, c->hr, (size_t)r * n + i) != (double)value(r, i, seed)) errors++;
+  return errors;
+}
+
+static int repeatable(const osu_ctx *c) {
+  (void)c;
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  static const osu_bench bench = {
+      .name = "osu_allgatherv",
+      .title = "Allgatherv",
+      .has_in_place = 1,
+      .has_root = 0,
+      .uses_sbuf = 1,
+      .rbuf_per_rank = 1,
+      .alg_bytes = alg_bytes,
+      .bus_factor = bus_factor,
+      .call = call,
+      .call_staged = call_staged,
+      .fill = fill,
+      .check = check,
+      .repeatable = repeatable,
+  };
+  return osu_main(&bench, argc, argv);
+}
