@@ -103,6 +103,7 @@ CollCase reduction_case(Coll2 k, const TestComm &c, const TypeDesc &t, MPI_Op op
       const void *sb = in_place ? MPI_IN_PLACE : s;
       return ref ? PMPI_Reduce(sb, rv, n, type, op, root, comm) : MPI_Reduce(sb, rv, n, type, op, root, comm);
     };
+    if (is_root) r.result_bytes = bytes;
   } else {  // ReduceScatter: uneven blocks one after the other
     const VBlocks b = v_blocks(c.size, count);
     std::vector<int> counts = b.counts;
@@ -124,7 +125,14 @@ CollCase reduction_case(Coll2 k, const TestComm &c, const TypeDesc &t, MPI_Op op
       return ref ? PMPI_Reduce_scatter(sb, rv, counts.data(), type, op, comm)
                  : MPI_Reduce_scatter(sb, rv, counts.data(), type, op, comm);
     };
+    r.result_bytes = mine;
   }
+  const TypeDesc td = t;
+  const int p = c.size;
+  const size_t elems = t.extent ? r.result_bytes / t.extent : 0;
+  r.result_compare = [td, op, p, elems](const void *got, const void *ref, size_t *first, std::string *detail) {
+    return td.compare(got, ref, elems, op, p, first, detail);
+  };
   return r;
 }
 
@@ -262,15 +270,30 @@ bool check_case(const TestComm &c, const CollCase &k) {
     report("wrote past the end of the receive buffer: %s", k.ctx.c_str());
     ok = false;
   }
-  for (size_t i = 0; i < k.recv.size(); ++i) {
+  return compare_recv(k, k.ctx, got.data(), ref.data()) && ok;
+}
+
+bool compare_recv(const CollCase &k, const std::string &ctx, const unsigned char *got, const unsigned char *ref) {
+  size_t from = 0;
+  if (k.result_bytes && k.result_compare) {
+    size_t first = 0;
+    std::string detail;
+    const size_t bad = k.result_compare(got, ref, &first, &detail);
+    if (bad) {
+      report("MISMATCH %s: %zu elements of the result differ from PMPI on host copies; first index %zu: %s",
+             ctx.c_str(), bad, first, detail.c_str());
+      return false;
+    }
+    from = k.result_bytes;
+  }
+  for (size_t i = from; i < k.recv.size(); ++i) {
     if (got[i] != ref[i]) {
-      report("MISMATCH %s: receive buffer byte %zu of %zu: 0x%02x, PMPI on host copies 0x%02x", k.ctx.c_str(), i,
+      report("MISMATCH %s: receive buffer byte %zu of %zu: 0x%02x, PMPI on host copies 0x%02x", ctx.c_str(), i,
              k.recv.size(), got[i], ref[i]);
-      ok = false;
-      break;
+      return false;
     }
   }
-  return ok;
+  return true;
 }
 
 }  // namespace gct

@@ -9,8 +9,9 @@
 // compares the WHOLE receive buffer byte for byte: the result, and every byte the MPI does
 // not write (a non-root's unused buffer, the gaps between a v-form's blocks, the holes of
 // a datatype, the root's own block in place) as it was. The send buffer must not change.
-// Both calls go to the same MPI collective on the same bytes, so the results are
-// bit-exact, reductions included.
+// Bit-exact, but for a floating-point reduction's result (CollCase::result_bytes), which
+// gcoll's engine may sum in another order than the MPI: compared within the tolerances of
+// types.h (TypeDesc::compare), as the allreduce's checks do.
 //
 // The v-forms' blocks: rank i's count is 0 for i % 3 == 1, else count + i x ceil(count /
 // 2) (uneven, some empty); the blocks lie in reverse rank order with a gap of 2 elements
@@ -40,7 +41,15 @@ struct CollCase {
   bool send_used = true;                  // false: MPI_IN_PLACE or not significant here
   // The call on (send, recv); reference: PMPI_*, else MPI_*.
   std::function<int(const void *send, void *recv, bool reference)> call;
+  // Reductions: the result's first bytes of the receive buffer, compared element-wise
+  // within the type's tolerance (count elements; the rest of the buffer bit-exact).
+  size_t result_bytes = 0;
+  std::function<size_t(const void *got, const void *ref, size_t *first, std::string *detail)> result_compare;
 };
+
+// Compares a tested receive buffer with the reference (see above); false, reported, at
+// the first difference.
+bool compare_recv(const CollCase &k, const std::string &ctx, const unsigned char *got, const unsigned char *ref);
 
 // A reduction (Reduce, ReduceScatter) of predefined type t with op; `count`: Reduce's
 // count, ReduceScatter's base count of the uneven blocks.

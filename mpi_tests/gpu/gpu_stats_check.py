@@ -32,10 +32,12 @@ MPI_Finalize:
     engine > 0 for every collective (device calls with predefined types use gcoll's
     engine); --device-path staged (GCOLL_DEVICE_BUFFERS=staged): engine == 0 and
     staged == device calls.
-  * reduce, gather, scatter, alltoall, reduce_scatter, allgatherv, gatherv, scatterv
-    (no engine algorithm), in every mode: calls, bytes and passthrough as above,
-    engine == 0 and staged == device calls (the proof that no device buffer reached the
-    MPI unstaged).
+  * reduce, reduce_scatter, alltoall (engine algorithms on one node only): as above, with
+    engine > 0 under --device-path engine --nodes one, else engine == 0 and staged ==
+    device calls;
+  * gather, scatter, allgatherv, gatherv, scatterv (no engine algorithm), in every mode:
+    calls, bytes and passthrough as above, engine == 0 and staged == device calls (the
+    proof that no device buffer reached the MPI unstaged).
 When the program says "SKIPPED: no GPU" and exits 77, so does this script.
 Only the Python standard library is used.
 """
@@ -51,8 +53,10 @@ import sys
 import tempfile
 
 COLLS = ("allreduce", "bcast", "allgather")
+# The collectives whose engine algorithms run on one node only (device buffers, zero-copy).
+ONE_NODE_COLLS = ("reduce", "reduce_scatter", "alltoall")
 # The collectives without an engine algorithm: every device call staged, whatever the mode.
-STAGED_COLLS = ("reduce", "gather", "scatter", "alltoall", "reduce_scatter", "allgatherv", "gatherv", "scatterv")
+STAGED_COLLS = ("gather", "scatter", "allgatherv", "gatherv", "scatterv")
 BUCKETS = ("engine", "staged", "passthrough", "errors")
 EXPECT_NP_RE = re.compile(r"^GCOLL_EXPECT np=(\d+)\s*$")
 EXPECT_RE = re.compile(r"^GCOLL_EXPECT (\w+) calls_per_rank=(\d+) calls=(\d+) bytes=(\d+)\s*$")
@@ -69,6 +73,8 @@ def parse_args(argv):
     p.add_argument("--lib", required=True, help="libgcoll.so to preload")
     p.add_argument("--device-path", choices=("engine", "staged"), required=True,
                    help="where device calls with predefined types must go")
+    p.add_argument("--nodes", choices=("one", "several"), default="one",
+                   help="several: virtual nodes (the one-node algorithms do not run)")
     p.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
                    help="exported to the ranks with -x (repeatable)")
     p.add_argument("--timeout", type=float, default=240.0)
@@ -177,7 +183,7 @@ def main(argv):
         fail("no 'GCOLL_EXPECT np=' line in the program's output")
     elif got_np != a.np:
         fail("program ran on %d ranks, expected %d" % (got_np, a.np))
-    for c in COLLS + STAGED_COLLS:
+    for c in COLLS + ONE_NODE_COLLS + STAGED_COLLS:
         if c not in expect or c not in kinds:
             fail("no GCOLL_EXPECT / GCOLL_EXPECT_KINDS line for %s" % c)
         elif sum(kinds[c].values()) != expect[c]["calls"]:
@@ -201,7 +207,7 @@ def main(argv):
                 stats = None
 
     if stats is not None:
-        for c in COLLS:
+        for c in COLLS + ONE_NODE_COLLS:
             s = stats.get(c)
             if not isinstance(s, dict):
                 fail("stats: no object for %r" % c)
@@ -237,7 +243,7 @@ def main(argv):
             if c == "allreduce" and s["staged"] < k["der"]:
                 fail("stats %s: staged=%d < %d device calls with a user-defined op"
                      % (c, s["staged"], k["der"]))
-            if a.device_path == "engine":
+            if a.device_path == "engine" and (c in COLLS or a.nodes == "one"):
                 if s["engine"] <= 0:
                     fail("stats %s: engine=0: no device call with a predefined type went to "
                          "gcoll's engine (one node, default settings)" % c)

@@ -617,15 +617,7 @@ bool dev_check_case(const TestComm &c, const CollCase &k, const Layout &l) {
     report("wrote outside its receive buffer: %s: %s", outside.c_str(), ctx.c_str());
     ok = false;
   }
-  for (size_t i = 0; i < k.recv.size(); ++i) {
-    if (got[i] != ref[i]) {
-      report("MISMATCH %s: receive buffer byte %zu of %zu: 0x%02x, PMPI on host copies 0x%02x", ctx.c_str(), i,
-             k.recv.size(), got[i], ref[i]);
-      ok = false;
-      break;
-    }
-  }
-  return ok;
+  return compare_recv(k, ctx, got.data(), ref.data()) && ok;
 }
 
 }  // namespace gpu

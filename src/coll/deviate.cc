@@ -48,6 +48,17 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
     send = in_place ? 0 : total;
     result = in_place ? total : block;
   }
+  if (a->coll == Coll::Reduce && rank != a->root) result = 0;  // only the root receives
+  if (a->coll == Coll::Reduce_scatter) {
+    // the input: every block (a->count elements in all); the result: my block, at the start
+    send = in_place ? 0 : block;
+    result = in_place ? block : static_cast<std::size_t>(a->counts[rank]) * a->elem;
+  }
+  if (a->coll == Coll::Alltoall) {  // n blocks of a->count bytes each way
+    const std::size_t total = block * static_cast<std::size_t>(size);
+    send = in_place ? 0 : total;
+    result = total;
+  }
   const std::size_t need = std::max<std::size_t>(send + result, 1);
   if (gpu_ < 0) gpu_ = rt().current_device();
   if (gpu_ < 0) return fail("no GPU for the copies of a rank whose buffers differ from the agreed kind", Status::ErrInternal);
@@ -95,6 +106,27 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
       if (ok(st)) st = in_place ? copy(s_res, a->recvbuf, result) : copy(s_send, a->sendbuf, send);
       out_ = a->recvbuf;
       out_bytes_ = block;  // the result: the first block
+      a->sendbuf = in_place ? nullptr : s_send;
+      break;
+    case Coll::Reduce:
+      // In place only at the root: its input is its receive buffer.
+      if (ok(st)) st = in_place ? copy(s_res, a->recvbuf, block) : copy(s_send, a->sendbuf, block);
+      out_ = rank == a->root ? a->recvbuf : nullptr;
+      out_bytes_ = result;
+      a->sendbuf = in_place ? nullptr : s_send;
+      if (rank != a->root) {
+        a->recvbuf = nullptr;
+        out_from_ = nullptr;
+        if (ok(st)) st = rt().stream_synchronize(stream_);
+        if (!ok(st)) return fail("copy of a buffer into the scratch of the agreed memory kind failed", st);
+        return Status::Ok;
+      }
+      break;
+    case Coll::Reduce_scatter:
+    case Coll::Alltoall:
+      if (ok(st)) st = in_place ? copy(s_res, a->recvbuf, result) : copy(s_send, a->sendbuf, send);
+      out_ = a->recvbuf;
+      out_bytes_ = a->coll == Coll::Reduce_scatter ? static_cast<std::size_t>(a->counts[rank]) * a->elem : result;
       a->sendbuf = in_place ? nullptr : s_send;
       break;
     default:  // the collectives without an engine algorithm never reach the engine

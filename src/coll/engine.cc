@@ -298,7 +298,7 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   // What the kernels cannot do (the long double types on a GPU) is known to every
   // algorithm's supports() before anything is published: the call is staged (device) or
   // given to the MPI (host), on every rank alike.
-  call.reducible = a.coll != Coll::Allreduce || space->can_reduce(a.dtype, a.op);
+  call.reducible = !is_reduction(a.coll) || space->can_reduce(a.dtype, a.op);
   const Topology &t = *call_topo;
   const Algorithm *algo = select_algorithm(user_tune_rules(), call, t);
   if (!algo || !algo->run) return Status::NotSupported;  // no algorithm, or @staged: the caller stages it

@@ -110,18 +110,26 @@ struct CollArgs {
   Coll coll = Coll::Allreduce;
   const void *sendbuf = nullptr;  // nullptr: in place
   void *recvbuf = nullptr;        // allreduce/allgather result; bcast buffer
-  std::size_t count = 0;          // allreduce/bcast: elements; allgather: elements per rank
+  std::size_t count = 0;          // allreduce/bcast/reduce: elements; allgather: elements per rank;
+                                  // alltoall: bytes per block; reduce_scatter: all blocks' elements
   DType dtype = DType::Uint8;
-  ROp op = ROp::Sum;              // allreduce only
-  int root = 0;                   // bcast only
+  ROp op = ROp::Sum;              // the reductions
+  int root = 0;                   // bcast, reduce
+  const int *counts = nullptr;    // reduce_scatter: elements of each rank's block (the same
+                                  // array on every rank, as MPI requires; the call's own)
   std::size_t elem = 1;           // bytes per element
   MemKind mem = MemKind::Host;    // all ranks' buffers (agreed)
   bool zero_copy = false;         // device: every rank's buffers can be exposed (CUDA IPC)
   bool fused = false;             // device: the node's device space runs fused ops (set by Engine::run)
   bool time_sliced = false;       // device: ranks share a GPU without MPS (set by Engine::run)
-  bool reducible = true;          // allreduce: the space's kernels take (dtype, op) (set by Engine::run)
+  bool reducible = true;          // reductions: the space's kernels take (dtype, op) (set by Engine::run)
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };
+
+// The collectives that reduce (their dtype and op count; the kernels must take them).
+inline bool is_reduction(Coll c) {
+  return c == Coll::Allreduce || c == Coll::Reduce_scatter_block || c == Coll::Reduce || c == Coll::Reduce_scatter;
+}
 
 // Fills the steps one rail rank takes in an inter-node allreduce (rail.h: RailStep,
 // ScheduleArgs, the builders).

@@ -193,7 +193,7 @@ Status Packer::enter(CollArgs *a, const PackPlan &plan, int rank, int size, int 
   rank_ = rank;
   size_ = size;
   gpu_ = gpu;
-  const bool in_place = a->coll == Coll::Allgather && a->sendbuf == nullptr;
+  const bool in_place = (a->coll == Coll::Allgather || a->coll == Coll::Alltoall) && a->sendbuf == nullptr;
   // Every side this rank packs or unpacks is tried first with no element: a datatype the
   // MPI cannot pack (uncommitted) fails here, on every rank alike for a bad argument,
   // before this rank joins the engine call.
@@ -227,18 +227,34 @@ Status Packer::enter(CollArgs *a, const PackPlan &plan, int rank, int size, int 
       packed_recv_ = true;
       return Status::Ok;
     }
-    case Coll::Allgather: {
+    case Coll::Allgather:
+    case Coll::Alltoall: {
+      // Alltoall: its send side is n blocks of PackSide::count elements, packed block by
+      // block; the engine never takes it in place (registry.cc), so nothing is packed then.
+      if (a->coll == Coll::Alltoall && in_place) return Status::Ok;
       const PackSide &s = plan_.send, &r = plan_.recv;
+      const std::size_t send_bytes = a->coll == Coll::Alltoall ? block * static_cast<std::size_t>(size) : block;
       if (!in_place) {
         if (s.packs()) {
           try {
-            send_scratch_.resize(std::max<std::size_t>(block, 1));
+            send_scratch_.resize(std::max<std::size_t>(send_bytes, 1));
           } catch (const std::bad_alloc &) {
             return fail(Status::ErrNoMem, MPI_ERR_NO_MEM, "out of memory for packing a derived datatype");
           }
+          const bool all = a->coll == Coll::Alltoall;
           const void *from = s.user;
-          if (s.device && !(from = host_view(s, s.count))) return Status::ErrInternal;
-          const Status st = pack(from, s.count, s.type, send_scratch_.data(), block);
+          if (s.device && !(from = host_view(s, all ? static_cast<long long>(s.count) * size : s.count)))
+            return Status::ErrInternal;
+          Status st = Status::Ok;
+          if (all) {
+            Shape sh;
+            if (!shape_of(s.type, &sh)) return fail(Status::ErrArg, MPI_ERR_TYPE, "the datatype has no extent");
+            for (int q = 0; q < size && ok(st); ++q)
+              st = pack(static_cast<const char *>(from) + static_cast<MPI_Aint>(q) * s.count * sh.extent, s.count,
+                        s.type, send_scratch_.data() + block * static_cast<std::size_t>(q), block);
+          } else {
+            st = pack(from, s.count, s.type, send_scratch_.data(), send_bytes);
+          }
           if (!ok(st)) return st;
           a->sendbuf = send_scratch_.data();
           packed_send_ = true;

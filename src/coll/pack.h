@@ -41,9 +41,9 @@ bool byte_layout(long long count, MPI_Datatype type, ByteLayout *out);
 // One buffer of a byte-moving call, as the application passed it.
 struct PackSide {
   void *user = nullptr;  // nullptr: no such buffer (MPI_IN_PLACE, no bytes)
-  int count = 0;         // elements of `type` at `user` (allgather receive: per rank)
+  int count = 0;         // elements of `type` at `user` (allgather receive, alltoall: per rank)
   MPI_Datatype type = MPI_DATATYPE_NULL;
-  ByteLayout layout;     // of `count` elements (allgather receive: of all ranks' blocks)
+  ByteLayout layout;     // of `count` elements (allgather receive, alltoall: of all ranks' blocks)
   bool device = false;   // device memory (classified)
   bool packs() const { return user != nullptr && !layout.direct; }
 };

@@ -9,7 +9,7 @@ namespace {
 
 // An allreduce whose (type, op) the space's kernels take (CollArgs::reducible); every
 // other collective moves bytes.
-bool can_run(const CollArgs &a) { return a.coll != Coll::Allreduce || a.reducible; }
+bool can_run(const CollArgs &a) { return !is_reduction(a.coll) || a.reducible; }
 
 // The bank algorithms: everywhere but on a device space that fuses (its banks are the
 // fused ops' there, memspace.h), and on the NVLink ring (they read every peer's bank; the
@@ -50,6 +50,11 @@ bool rsb_allreduce(const CollArgs &a, const Topology &t) {
   return banks(a, t) && a.mem == MemKind::Host && t.num_nodes > 1;
 }
 bool rsb_twoshot(const CollArgs &a, const Topology &t) { return device_one_node(a, t) && a.sendbuf != nullptr; }
+
+// reduce, reduce_scatter, alltoall (issue 23): device buffers on one node, zero-copy.
+// reduce_scatter and alltoall not in place (rank-uniform: MPI_IN_PLACE on all ranks or
+// none): a rank's input would be overwritten while peers still read it.
+bool not_in_place(const CollArgs &a, const Topology &t) { return device_one_node(a, t) && a.sendbuf != nullptr; }
 
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
 // intra-node allgather.
@@ -128,6 +133,24 @@ const std::vector<Algorithm> &algorithms() {
        device_ring, reduce_scatter_block_nvring},
       {Coll::Reduce_scatter_block, "staged",
        "device buffers: copied to pinned host memory for the MPI's own reduce_scatter_block", device_any, nullptr},
+      {Coll::Reduce, "direct",
+       "device buffers on one node: each rank reduces its slice reading every peer's input in place and writes it "
+       "into the root's buffer (CUDA IPC)",
+       device_one_node, reduce_direct},
+      {Coll::Reduce, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce", device_any,
+       nullptr},
+      {Coll::Reduce_scatter, "direct",
+       "device buffers on one node, not in place: each rank reduces its own (uneven) block reading every peer's "
+       "input in place (CUDA IPC)",
+       not_in_place, reduce_scatter_direct},
+      {Coll::Reduce_scatter, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce_scatter",
+       device_any, nullptr},
+      {Coll::Alltoall, "direct",
+       "device buffers on one node, not in place: each rank copies its block out of every peer's send buffer "
+       "(CUDA IPC)",
+       not_in_place, alltoall_direct},
+      {Coll::Alltoall, "staged", "device buffers: copied to pinned host memory for the MPI's own alltoall", device_any,
+       nullptr},
   };
   return table;
 }

@@ -20,7 +20,8 @@ const char *const kDefaultTune =
     "allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,allreduce:0-inf:@staged,"
     "bcast:0-inf:@fused,bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
     "allgather:0-inf:@fused,allgather:0-16K:@bruck,allgather:16K-inf:@ring,"
-    "reduce_scatter_block:16K-inf:@twoshot,reduce_scatter_block:0-inf:@node,reduce_scatter_block:0-inf:@allreduce";
+    "reduce_scatter_block:16K-inf:@twoshot,reduce_scatter_block:0-inf:@node,reduce_scatter_block:0-inf:@allreduce,"
+    "reduce:0-inf:@direct,reduce_scatter:0-inf:@direct,alltoall:0-inf:@direct";
 
 // Tried before kDefaultTune for device calls where node ranks share a GPU without MPS
 // (time-sliced, MemSpace::time_sliced) and the space does not fuse: every engine step
@@ -28,7 +29,8 @@ const char *const kDefaultTune =
 // with 4 ranks, against 0.34 ms for the staged MPI, which needs two turns per call), so
 // staging wins up to about 2 MiB (measured for allreduce; bcast and allgather assumed).
 const char *const kTimeSlicedTune =
-    "allreduce:0-4M:@staged,bcast:0-4M:@staged,allgather:0-1M:@staged,reduce_scatter_block:0-1M:@staged";
+    "allreduce:0-4M:@staged,bcast:0-4M:@staged,allgather:0-1M:@staged,reduce_scatter_block:0-1M:@staged,"
+    "reduce:0-4M:@staged,reduce_scatter:0-1M:@staged,alltoall:0-1M:@staged";
 
 namespace {
 

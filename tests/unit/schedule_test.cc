@@ -303,15 +303,17 @@ TEST(Tune, DefaultRulesParseAndCoverEverySize) {
   std::string err;
   ASSERT_EQ(parse_tune(kDefaultTune, &rules, &err), Status::Ok) << err;
   // Host calls: exactly one rule whose algorithm takes host memory matches every size, for
-  // every collective with engine algorithms; those without (issue 23: reduce, gather, ...,
-  // staged only) have no rule and no algorithm, so nothing can select the engine for them.
+  // every collective with host algorithms; those without (issue 23: reduce, reduce_scatter
+  // and alltoall have device algorithms only; gather, ... none) match no rule, so nothing
+  // can select the engine for them on host memory.
   Topology topo;
   topo.num_nodes = 1;
   CollArgs host;
   int with_algorithms = 0;
   for (int c = 0; c < kColls; ++c) {
     bool has = false;
-    for (const auto &a : algorithms()) has = has || a.coll == static_cast<Coll>(c);
+    host.coll = static_cast<Coll>(c);
+    for (const auto &a : algorithms()) has = has || (a.coll == host.coll && a.supports(host, topo));
     with_algorithms += has;
     for (std::uint64_t b : {0ull, 1ull, 8ull, 4096ull, 65536ull, 1ull << 20, 1ull << 26, 1ull << 40}) {
       host.coll = static_cast<Coll>(c);
@@ -321,6 +323,27 @@ TEST(Tune, DefaultRulesParseAndCoverEverySize) {
     }
   }
   EXPECT_EQ(with_algorithms, 4);  // allreduce, bcast, allgather, reduce_scatter_block
+  // Device buffers on one node, zero-copy, not in place: every collective with an engine
+  // algorithm has a rule at every size (the others: none).
+  CollArgs dev;
+  dev.mem = MemKind::Device;
+  dev.zero_copy = true;
+  dev.sendbuf = &dev;
+  topo.local_size = 4;
+  int with_device = 0;
+  for (int c = 0; c < kColls; ++c) {
+    dev.coll = static_cast<Coll>(c);
+    bool has = false;
+    for (const auto &a : algorithms()) has = has || (a.coll == dev.coll && a.run && a.supports(dev, topo));
+    with_device += has;
+    for (std::uint64_t b : {0ull, 8ull, 65536ull, 1ull << 26}) {
+      int hits = 0;
+      for (const auto &r : rules)
+        hits += r.coll == dev.coll && b >= r.lo && b < r.hi && r.algo->run && r.algo->supports(dev, topo);
+      EXPECT_EQ(hits > 0, has) << coll_name(dev.coll) << " " << b;
+    }
+  }
+  EXPECT_EQ(with_device, 7);  // and reduce, reduce_scatter, alltoall
 }
 
 TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {

@@ -1,5 +1,5 @@
-// MPI_Alltoall: its arguments -> the MPI's call and the staged one (pmpi/call.h); the
-// engine has no algorithm for it. Every rank sends n blocks of sendcount x sendtype and
+// MPI_Alltoall: its arguments -> the engine's call (device buffers on one node, not in
+// place: coll/alltoall_direct.cc), the MPI's and the staged one (pmpi/call.h). Every rank sends n blocks of sendcount x sendtype and
 // receives n blocks of recvcount x recvtype (n: the communicator's size, an
 // intercommunicator's remote group). In place: the receive buffer is the input too.
 #include "pmpi/call.h"
@@ -16,8 +16,36 @@ int alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *re
   Buffers bufs;
   if (!in_place && sendcount > 0) bufs.send = sendbuf;
   if (recvcount > 0) bufs.recv = recvbuf;
+  // By type signature (pack.h), as MPI_Allgather: every block is recvcount x recvtype size
+  // bytes on every rank whatever its datatypes; a rank whose layouts are not one run packs.
+  const auto prepare = [&](CollArgs *a, PackPlan *plan) {
+    const int n = comm_size(comm);
+    ByteLayout rl, block, sl;
+    if (negative || !byte_layout(recvcount, recvtype, &block) ||
+        !valid_buffer(recvbuf, static_cast<long long>(recvcount) * n) ||
+        !byte_layout(static_cast<long long>(recvcount) * n, recvtype, &rl))
+      return false;
+    if (!in_place) {
+      // The send signature must carry exactly one block per rank.
+      ByteLayout one;
+      if (!byte_layout(sendcount, sendtype, &one) || one.bytes != block.bytes ||
+          !valid_buffer(sendbuf, static_cast<long long>(sendcount) * n) ||
+          !byte_layout(static_cast<long long>(sendcount) * n, sendtype, &sl))
+        return false;
+    }
+    a->sendbuf = in_place ? nullptr : sendbuf;
+    a->recvbuf = recvbuf;
+    a->dtype = DType::Uint8;
+    a->elem = 1;
+    a->count = block.bytes;
+    if (block.bytes) {
+      if (!in_place) plan->send = PackSide{const_cast<void *>(sendbuf), sendcount, sendtype, sl, false};
+      plan->recv = PackSide{recvbuf, recvcount, recvtype, rl, false};
+    }
+    return true;
+  };
   return run_call(
-      Coll::Alltoall, "MPI_Alltoall", comm, bufs, engine_declines,
+      Coll::Alltoall, "MPI_Alltoall", comm, bufs, prepare,
       [&] {
         if (negative) return raise_error(comm, Status::ErrCount, "MPI_Alltoall", "negative count");
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);

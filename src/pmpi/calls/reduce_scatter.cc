@@ -1,5 +1,6 @@
-// MPI_Reduce_scatter: its arguments -> the MPI's call and the staged one (pmpi/call.h); the
-// engine has no algorithm for it. Every rank's input is the blocks of every rank of its
+// MPI_Reduce_scatter: its arguments -> the engine's call (device buffers on one node, not
+// in place: coll/reduce_scatter_direct.cc), the MPI's and the staged one (pmpi/call.h).
+// MPI requires the same recvcounts, datatype and op on every rank. Every rank's input is the blocks of every rank of its
 // group one after the other (recvcounts[i] elements for rank i); rank r gets block r of
 // their reduction. In place: the input is the receive buffer, the result its start.
 #include "pmpi/call.h"
@@ -22,8 +23,20 @@ int reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], M
     bufs.send = in_place ? nullptr : sendbuf;
     if (in_place || recvcounts[rank] > 0) bufs.recv = recvbuf;
   }
+  const auto prepare = [&](CollArgs *a, PackPlan *) {
+    if (!recvcounts || negative || rank < 0 || !map_reduction(datatype, op, &a->dtype, &a->op) ||
+        !valid_buffer(recvbuf, in_place ? total : recvcounts[rank]) || (!in_place && !valid_buffer(sendbuf, total)) ||
+        (sendbuf == recvbuf && total > 0))
+      return false;
+    a->sendbuf = in_place ? nullptr : sendbuf;
+    a->recvbuf = recvbuf;
+    a->count = static_cast<std::size_t>(total);
+    a->counts = recvcounts;
+    a->elem = dtype_size(a->dtype);
+    return true;
+  };
   return run_call(
-      Coll::Reduce_scatter, "MPI_Reduce_scatter", comm, bufs, engine_declines,
+      Coll::Reduce_scatter, "MPI_Reduce_scatter", comm, bufs, prepare,
       [&] {
         if (negative) return raise_error(comm, Status::ErrCount, "MPI_Reduce_scatter", "negative count in recvcounts");
         return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
@@ -33,7 +46,9 @@ int reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], M
           return {raise_error(comm, Status::ErrCount, "MPI_Reduce_scatter", "negative count in recvcounts")};
         return staged_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, sb);
       },
-      [&](bool) { return payload(total, datatype); });  // the input, as reduce_scatter_block's
+      [&](bool predefined) {  // the input, as reduce_scatter_block's
+        return predefined ? payload_predefined(total, datatype) : payload(total, datatype);
+      });
 }
 
 unsigned long long reduce_scatter_large_bytes(const void *, void *, const MPI_Count recvcounts[],
