@@ -45,11 +45,23 @@ struct CollCase {
   // within the type's tolerance (count elements; the rest of the buffer bit-exact).
   size_t result_bytes = 0;
   std::function<size_t(const void *got, const void *ref, size_t *first, std::string *detail)> result_compare;
+  // Where the MPI's own MPI_MAX / MPI_MIN on this unsigned type are wrong (compared as
+  // signed, types.h reference_type): the reference above runs on a correct substitute
+  // type, and this runs PMPI_* on the type itself, whose answer is accepted too (gcoll
+  // hands staged and passed-through calls to that MPI). Empty elsewhere.
+  std::function<int(const void *send, void *recv)> mpi_own;
 };
+
+// The answer of k.mpi_own on copies of k's buffers (empty when k has none, or it failed).
+// Collective over the case's communicator when k.mpi_own is set (alike on every rank: it
+// depends on the type and op only).
+std::vector<unsigned char> mpi_own_result(const CollCase &k);
 
 // Compares a tested receive buffer with the reference (see above); false, reported, at
 // the first difference.
-bool compare_recv(const CollCase &k, const std::string &ctx, const unsigned char *got, const unsigned char *ref);
+// `alt` (mpi_own_result): a second accepted answer where not empty.
+bool compare_recv(const CollCase &k, const std::string &ctx, const unsigned char *got, const unsigned char *ref,
+                  const std::vector<unsigned char> &alt = {});
 
 // A reduction (Reduce, ReduceScatter) of predefined type t with op; `count`: Reduce's
 // count, ReduceScatter's base count of the uneven blocks.

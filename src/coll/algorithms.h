@@ -65,6 +65,24 @@ Status reduce_scatter_block_nvring(CallContext &cx, const CollArgs &a);
 using RingSegment = std::function<void(int j, std::size_t *off, std::size_t *n)>;
 Status nvring_reduce_scatter(CallContext &cx, const CollArgs &a, const void *in, const RingSegment &seg, void *result);
 Status bcast_nvring(CallContext &cx, const CollArgs &a);
+// Reduce and reduce_scatter across the node's banks and the rails (reduce_hier.cc): the
+// input read in an order W in which each node's result is one range.
+struct RedPiece {
+  std::size_t w0, v0, len;  // W elements [w0, w0 + len) are the input's [v0, v0 + len)
+  int rank;                 // the comm rank whose result they are (reduce: the root)
+};
+struct RedPlan {
+  std::size_t total = 0;            // elements of W (= of the input)
+  std::vector<RedPiece> pieces;     // in W order, covering [0, total)
+  std::vector<std::size_t> seg0;    // node x's range of W: [seg0[x], seg0[x + 1])
+  int root_node = -1;               // >= 0: a reduce toward that node; -1: a reduce-scatter
+};
+Status node_rail_reduce(CallContext &cx, const CollArgs &a, const RedPlan &p);
+Status reduce_hier(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_hier(CallContext &cx, const CollArgs &a);
+// reduce_scatter @hier in place needs W = the input's order: every node's ranks
+// consecutive in the communicator, in local order (reduce_scatter_hier.cc).
+bool nodes_in_rank_order(const Topology &t);
 Status allgather_nvring(CallContext &cx, const CollArgs &a);
 
 }  // namespace gcoll

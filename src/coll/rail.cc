@@ -135,23 +135,83 @@ void schedule_rd(const ScheduleArgs &a, std::vector<RailStep> *steps) {
 
 Status RailAllreduce::start(Rail r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count,
                             std::size_t elem, void *tmp) {
+  std::vector<RailStep> steps;
+  const int n = r.channel->size(), me = r.channel->rank();
+  if (n > 1 && count > 0) {
+    ScheduleArgs a;
+    a.n = n;
+    a.rank = me;
+    a.count = count;
+    a.elem = elem;
+    a.buf = buf;
+    a.tmp = tmp;
+    build(a, &steps);
+  }
+  return start_steps(r, t, op, std::move(steps));
+}
+
+Status RailAllreduce::start_steps(Rail r, DType t, ROp op, std::vector<RailStep> steps) {
   r_ = r;
   t_ = t;
   op_ = op;
-  steps_.clear();
+  steps_ = std::move(steps);
   next_ = 0;
   posted_ = false;
-  const int n = r.channel->size(), me = r.channel->rank();
-  if (n == 1 || count == 0) return Status::Ok;
-  ScheduleArgs a;
-  a.n = n;
-  a.rank = me;
-  a.count = count;
-  a.elem = elem;
-  a.buf = buf;
-  a.tmp = tmp;
-  build(a, &steps_);
   return post();
+}
+
+void steps_ring_reduce_scatter(int n, int me, const std::vector<std::size_t> &seg_off,
+                               const std::vector<std::size_t> &seg_len, std::size_t elem, void *buf, void *tmp,
+                               std::vector<RailStep> *steps) {
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  // Round s: send my partial of segment me - s - 1, receive left's of me - s - 2 and add
+  // mine; after n - 1 rounds the last one received is segment me, complete.
+  for (int s = 0; s < n - 1; ++s) {
+    const int sx = ((me - s - 1) % n + n) % n, rx = ((me - s - 2) % n + n) % n;
+    RailStep st;
+    st.tag = s;
+    if (seg_len[sx]) {
+      st.dst = right;
+      st.sbuf = at(buf, seg_off[sx] * elem);
+      st.sbytes = seg_len[sx] * elem;
+    }
+    if (seg_len[rx]) {
+      st.src = left;
+      st.rbuf = tmp;
+      st.rbytes = seg_len[rx] * elem;
+      st.acc = at(buf, seg_off[rx] * elem);
+      st.elems = seg_len[rx];
+    }
+    if (st.dst >= 0 || st.src >= 0) steps->push_back(st);
+  }
+}
+
+void steps_binomial_reduce(int n, int me, int root, std::size_t count, std::size_t elem, void *buf, void *tmp,
+                           std::vector<RailStep> *steps) {
+  if (n == 1 || count == 0) return;
+  const int rel = (me - root + n) % n;
+  // Children rel + 1, rel + 2, rel + 4, ... below my lowest set bit send up; then I send
+  // to my parent (rel with that bit cleared).
+  int tag = 0;
+  for (int mask = 1; mask < n; mask <<= 1, ++tag) {
+    RailStep st;
+    st.tag = tag;
+    if (rel & mask) {
+      st.dst = (rel - mask + root) % n;
+      st.sbuf = buf;
+      st.sbytes = count * elem;
+      steps->push_back(st);
+      return;
+    }
+    if (rel + mask < n) {
+      st.src = (rel + mask + root) % n;
+      st.rbuf = tmp;
+      st.rbytes = count * elem;
+      st.acc = buf;
+      st.elems = count;
+      steps->push_back(st);
+    }
+  }
 }
 
 Status RailAllreduce::post() {

@@ -73,6 +73,8 @@ class RailAllreduce {
  public:
   Status start(Rail r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count, std::size_t elem,
                void *tmp);
+  // Any step list (the reductions' builders below): run as a schedule's.
+  Status start_steps(Rail r, DType t, ROp op, std::vector<RailStep> steps);
   Status advance(bool *done);
   Status finish();
   // After a failure elsewhere: cancel what is posted, so no buffer is touched afterwards.
@@ -88,6 +90,23 @@ class RailAllreduce {
   bool posted_ = false;
   net::Request req_[2];
 };
+
+// Step lists of the rooted and scattered reductions along a rail (reduce_hier.cc,
+// reduce_scatter_hier.cc), for RailAllreduce::start_steps. Steps that would move nothing
+// (empty segments) are left out on both sides alike, so the lists still pair up.
+//
+// Ring reduce-scatter of variable segments: segment x (seg_len[x] elements at element
+// seg_off[x] of buf) ends fully reduced on rail rank x; the other segments are left
+// partial. n - 1 rounds; rank me sends every segment but its own once, so its bytes on
+// the network are elem x (sum(seg_len) - seg_len[me]). tmp: max(seg_len) elements.
+void steps_ring_reduce_scatter(int n, int me, const std::vector<std::size_t> &seg_off,
+                               const std::vector<std::size_t> &seg_len, std::size_t elem, void *buf, void *tmp,
+                               std::vector<RailStep> *steps);
+// Binomial reduce of buf[0, count) toward rail rank `root`: ceil(log2 n) rounds at the
+// root; every other rank sends buf once (count x elem bytes) and the root none. tmp:
+// count elements.
+void steps_binomial_reduce(int n, int me, int root, std::size_t count, std::size_t elem, void *buf, void *tmp,
+                           std::vector<RailStep> *steps);
 
 // Blocking allreduce of buf[0, count) in place with the given schedule (tmp: count
 // elements).

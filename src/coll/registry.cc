@@ -56,6 +56,12 @@ bool rsb_twoshot(const CollArgs &a, const Topology &t) { return device_one_node(
 // none): a rank's input would be overwritten while peers still read it.
 bool not_in_place(const CollArgs &a, const Topology &t) { return device_one_node(a, t) && a.sendbuf != nullptr; }
 
+// reduce_scatter @hier: in place only where the input's order is the algorithm's
+// (reduce_scatter_hier.cc); both in place and the topology are rank-uniform.
+bool rs_hier(const CollArgs &a, const Topology &t) {
+  return banks(a, t) && (a.sendbuf != nullptr || nodes_in_rank_order(t));
+}
+
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
 // intra-node allgather.
 template <ScheduleBuilder kSchedule>
@@ -137,12 +143,20 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node: each rank reduces its slice reading every peer's input in place and writes it "
        "into the root's buffer (CUDA IPC)",
        device_one_node, reduce_direct},
+      {Coll::Reduce, "hier",
+       "each node reduces its ranks' input through the banks, a slice per rail; binomial reduce of the slices "
+       "along the rails toward the root's node; the root collects them",
+       banks, reduce_hier},
       {Coll::Reduce, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce", device_any,
        nullptr},
       {Coll::Reduce_scatter, "direct",
        "device buffers on one node, not in place: each rank reduces its own (uneven) block reading every peer's "
        "input in place (CUDA IPC)",
        not_in_place, reduce_scatter_direct},
+      {Coll::Reduce_scatter, "hier",
+       "each node reduces the input through the banks, a slice per rail; ring reduce-scatter along the rails with "
+       "the nodes' blocks as segments; each rank collects its block from its node's rail ranks",
+       rs_hier, reduce_scatter_hier},
       {Coll::Reduce_scatter, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce_scatter",
        device_any, nullptr},
       {Coll::Alltoall, "direct",

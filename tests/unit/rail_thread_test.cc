@@ -231,6 +231,83 @@ void check_allgatherv(bool bruck) {
 TEST(RailThreads, AllgathervRingUnevenSizes) { check_allgatherv(false); }
 TEST(RailThreads, AllgathervBruckUnevenSizes) { check_allgatherv(true); }
 
+// ---- rooted and scattered reductions (reduce @hier, reduce_scatter @hier) ---------------
+
+// Runs `steps` built for each rank on n threads; every rank's buffer afterwards.
+std::vector<std::vector<std::int32_t>> run_reduction_steps(
+    int n, std::size_t count, ROp op,
+    const std::function<void(int r, std::int32_t *buf, std::int32_t *tmp, std::vector<RailStep> *)> &build,
+    std::vector<Status> *st, std::vector<std::size_t> *sent = nullptr) {
+  std::vector<std::vector<std::int32_t>> out(n);
+  if (sent) sent->assign(n, 0);
+  *st = run_ranks(n, [&](int r, net::Channel *ch) {
+    std::vector<std::int32_t> buf(count), tmp(count + 1);
+    for (std::size_t i = 0; i < count; ++i) buf[i] = input<std::int32_t>(r, i);
+    std::vector<RailStep> steps;
+    build(r, buf.data(), tmp.data(), &steps);
+    if (sent)
+      for (const RailStep &s : steps) (*sent)[r] += s.dst >= 0 ? s.sbytes : 0;
+    RailAllreduce x;
+    Status s = x.start_steps(make_rail(ch, 1), DType::Int32, op, std::move(steps));
+    if (ok(s)) s = x.finish();
+    out[r] = std::move(buf);
+    return s;
+  });
+  return out;
+}
+
+TEST(RailThreads, BinomialReduceFromEveryRoot) {
+  for (int n = 1; n <= kMaxRanks; ++n)
+    for (int root = 0; root < n; ++root)
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1001}})
+        for (ROp op : {ROp::Sum, ROp::Max}) {
+          std::vector<Status> st;
+          std::vector<std::size_t> sent;
+          const auto out = run_reduction_steps(
+              n, count, op,
+              [&](int r, std::int32_t *buf, std::int32_t *tmp, std::vector<RailStep> *steps) {
+                steps_binomial_reduce(n, r, root, count, 4, buf, tmp, steps);
+              },
+              &st, &sent);
+          const std::string what = "n=" + std::to_string(n) + " root " + std::to_string(root) + " count " +
+                                   std::to_string(count) + " " + rop_name(op);
+          ASSERT_EQ(std::count(st.begin(), st.end(), Status::Ok), n) << what << ": " << statuses(st);
+          const auto ref = reference<std::int32_t>(n, op, count);
+          for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(out[root][i], ref[i]) << what << " element " << i;
+          // The bound reduce @hier states: every rank but the root sends its buffer once.
+          for (int r = 0; r < n; ++r) EXPECT_EQ(sent[r], r == root ? 0 : count * 4) << what << " rank " << r;
+        }
+}
+
+TEST(RailThreads, RingReduceScatterOfUnevenSegments) {
+  for (int n = 1; n <= kMaxRanks; ++n)
+    for (int shape = 0; shape < 4; ++shape) {
+      const std::vector<std::size_t> len = piece_sizes(n, shape);
+      std::vector<std::size_t> off(n + 1, 0);
+      for (int i = 0; i < n; ++i) off[i + 1] = off[i] + len[i];
+      const std::size_t count = off[n];
+      for (ROp op : {ROp::Sum, ROp::Max}) {
+        std::vector<Status> st;
+        std::vector<std::size_t> sent;
+        const auto out = run_reduction_steps(
+            n, count, op,
+            [&](int r, std::int32_t *buf, std::int32_t *tmp, std::vector<RailStep> *steps) {
+              steps_ring_reduce_scatter(n, r, off, len, 4, buf, tmp, steps);
+            },
+            &st, &sent);
+        const std::string what = "n=" + std::to_string(n) + " shape " + std::to_string(shape) + " " + rop_name(op);
+        ASSERT_EQ(std::count(st.begin(), st.end(), Status::Ok), n) << what << ": " << statuses(st);
+        const auto ref = reference<std::int32_t>(n, op, count);
+        for (int r = 0; r < n; ++r) {
+          for (std::size_t i = off[r]; i < off[r + 1]; ++i)
+            ASSERT_EQ(out[r][i], ref[i]) << what << " rank " << r << " element " << i;
+          // The bound reduce_scatter @hier states: every segment but my own, once.
+          EXPECT_EQ(sent[r], n == 1 ? 0 : (count - len[r]) * 4) << what << " rank " << r;
+        }
+      }
+    }
+}
+
 // ---- failures: errors after the timeout, not hangs --------------------------------------
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
