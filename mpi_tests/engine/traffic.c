@@ -1,7 +1,9 @@
 /* One float MPI_Allreduce of COUNT elements (argv[1]), checked, for the traffic test:
  * traffic_check.py reads the stats file gcoll wrote and compares the bytes and steps
  * between nodes with the schedule's formulae. Then one checked MPI_Bcast and one
- * MPI_Allgather, which the check expects to be counted as engine calls too.
+ * MPI_Allgather, which the check expects to be counted as engine calls too, and one
+ * checked MPI_Reduce and MPI_Reduce_scatter of the COUNT elements (their bytes and steps
+ * between nodes checked too).
  * Does not link gcoll (run preloaded).
  *
  * Built twice: gcoll_engine_traffic (host buffers) and, with -DGCOLL_TRAFFIC_DEVICE,
@@ -116,6 +118,45 @@ int main(int argc, char **argv) {
 #endif
   bad += b[0] != size - 1 || b[2] != size - 1;
   for (int r = 0; r < size; ++r) bad += g[r] != r;
+  /* MPI_Reduce of the same input to rank 1 % size (not node 0's first rank), and
+   * MPI_Reduce_scatter of it in uneven blocks: rank r gets about (r + 1) shares. */
+  const int root = 1 % size;
+  int *counts = malloc((size_t)size * sizeof *counts);
+  long shares = (long)size * (size + 1) / 2, given = 0;
+  for (int r = 0; r < size; ++r) given += counts[r] = (int)(n / shares * (r + 1));
+  counts[size - 1] += (int)(n - given);
+  long mine0 = 0;
+  for (int r = 0; r < rank; ++r) mine0 += counts[r];
+  for (long i = 0; i < n; ++i) out[i] = -1;
+#ifdef GCOLL_TRAFFIC_DEVICE
+  din = to_device(in, nbytes);
+  dout = to_device(out, nbytes);
+  MPI_Reduce(din, dout, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD);
+  if (nbytes) CK(gpu_memcpy(out, dout, nbytes));
+#else
+  MPI_Reduce(in, out, (int)n, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD);
+#endif
+  for (long i = 0; rank == root && i < n; ++i) {
+    float expect = 0;
+    for (int r = 0; r < size; ++r) expect += (float)((r + i) % 7);
+    bad += out[i] != expect;
+  }
+  for (long i = 0; i < n; ++i) out[i] = -1;
+#ifdef GCOLL_TRAFFIC_DEVICE
+  if (nbytes) CK(gpu_memcpy(dout, out, nbytes));
+  MPI_Reduce_scatter(din, dout, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  if (nbytes) CK(gpu_memcpy(out, dout, nbytes));
+  CK(gpu_free(din, GPU_MEM_DEVICE));
+  CK(gpu_free(dout, GPU_MEM_DEVICE));
+#else
+  MPI_Reduce_scatter(in, out, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+#endif
+  for (long i = 0; i < counts[rank]; ++i) {
+    float expect = 0;
+    for (int r = 0; r < size; ++r) expect += (float)((r + mine0 + i) % 7);
+    bad += out[i] != expect;
+  }
+  free(counts);
   long total = 0;
   PMPI_Reduce(&bad, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) printf("%s: %ld wrong elements\n", total ? "FAIL" : "PASS", total);

@@ -21,9 +21,11 @@ with -x; when the program prints "SKIPPED" and exits 77, so does this script.
 --env VAR=VALUE (repeatable, e.g. GCOLL_DEVICE_NET=pipelined): passed on with -x.
 
 Checks, in both cases: the program exits 0 (it checks its own results); for allreduce,
-bcast and allgather, engine == calls == NODES x LOCAL (every call, host or device,
+bcast, allgather, reduce and reduce_scatter, engine == calls == NODES x LOCAL (every call, host or device,
 counted as an engine call, none staged or passed through); ALGORITHM if given; then
-the MODE bound above on the allreduce. Prints each collective's counts and one line
+the MODE bound above on the allreduce, and on the reduce and the reduce_scatter
+(large: inter-node bytes of all ranks <= (N-1) x S; small: steps <= ceil(log2 N) and
+N - 1). Prints each collective's counts and one line
 with the bound, then PASS or FAIL.
 """
 import argparse, json, math, os, re, shlex, signal, subprocess, sys, tempfile
@@ -116,7 +118,7 @@ with tempfile.TemporaryDirectory() as d:
     everything = json.load(open(stats))
 ar = everything["allreduce"]
 bad = []
-for coll in ("allreduce", "bcast", "allgather"):
+for coll in ("allreduce", "bcast", "allgather", "reduce", "reduce_scatter"):
     c = everything[coll]
     print("%s: calls=%s engine=%s staged=%s passthrough=%s errors=%s" % (
         coll, c.get("calls"), c.get("engine"), c.get("staged"), c.get("passthrough"), c.get("errors")))
@@ -135,11 +137,27 @@ if a.mode == "large":
     print("N=%d L=%d S=%d %s algorithm=%s: inter-node bytes per rank %.0f, bound 1.05 x 2(N-1)/N x S/L = %.0f"
           % (N, L, S, where, algo, per_rank, bound))
     ok = per_rank <= bound
+    # reduce @hier: every rail rank of the N - 1 other nodes sends its part of each chunk
+    # once (the parts of a chunk add up to it); reduce_scatter @hier: every rail rank sends
+    # its parts of the other nodes' blocks once. Either way (N - 1) x S in all; the
+    # reduce's S is the whole vector, the reduce-scatter's the sum of the blocks.
+    for coll in ("reduce", "reduce_scatter"):
+        got = everything[coll]["inter_node_bytes"]
+        cb = (N - 1) * (S // 4) * 4
+        print("N=%d L=%d S=%d %s %s: inter-node bytes in all %d, bound (N-1) x S = %d"
+              % (N, L, S, where, coll, got, cb))
+        ok = ok and got <= cb
 else:
     steps = ar["inter_node_steps_max"]
     bound = math.ceil(math.log2(N)) + 2 if N > 1 else 0
     print("N=%d L=%d S=%d %s algorithm=%s: inter-node steps %d, bound ceil(log2 N) + 2 = %d"
           % (N, L, S, where, algo, steps, bound))
     ok = steps <= bound
+    # One chunk: a binomial reduce (ceil(log2 N) rounds at the root), a ring
+    # reduce-scatter (N - 1 rounds).
+    for coll, cb in (("reduce", math.ceil(math.log2(N)) if N > 1 else 0), ("reduce_scatter", N - 1)):
+        got = everything[coll]["inter_node_steps_max"]
+        print("N=%d L=%d S=%d %s %s: inter-node steps %d, bound %d" % (N, L, S, where, coll, got, cb))
+        ok = ok and got <= cb
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
