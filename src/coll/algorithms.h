@@ -80,6 +80,7 @@ struct RedPlan {
 Status node_rail_reduce(CallContext &cx, const CollArgs &a, const RedPlan &p);
 Status reduce_hier(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_hier(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_block_hier(CallContext &cx, const CollArgs &a);
 // reduce_scatter @hier in place needs W = the input's order: every node's ranks
 // consecutive in the communicator, in local order (reduce_scatter_hier.cc).
 bool nodes_in_rank_order(const Topology &t);

@@ -134,6 +134,10 @@ const std::vector<Algorithm> &algorithms() {
        "several nodes, host memory: the hierarchical allreduce (ring along the rails) a chunk at a time; each rank "
        "keeps its block",
        rsb_allreduce, reduce_scatter_block_allreduce},
+      {Coll::Reduce_scatter_block, "hier",
+       "the reduce_scatter's @hier with equal blocks: the node's banks, a slice per rail, ring reduce-scatter "
+       "along the rails (half the bytes between nodes of @allreduce)",
+       rs_hier, reduce_scatter_block_hier},
       {Coll::Reduce_scatter_block, "nvring",
        "device buffers on one node along its NVLink ring: the ring reduce-scatter with the blocks as segments",
        device_ring, reduce_scatter_block_nvring},
