@@ -135,9 +135,10 @@ const std::vector<Algorithm> &algorithms() {
        "keeps its block",
        rsb_allreduce, reduce_scatter_block_allreduce},
       {Coll::Reduce_scatter_block, "hier",
-       "the reduce_scatter's @hier with equal blocks: the node's banks, a slice per rail, ring reduce-scatter "
+       "several nodes: the reduce_scatter's @hier with equal blocks: the node's banks, a slice per rail, ring reduce-scatter "
        "along the rails (half the bytes between nodes of @allreduce)",
-       rs_hier, reduce_scatter_block_hier},
+       [](const CollArgs &a, const Topology &t) { return rs_hier(a, t) && t.num_nodes > 1; },
+       reduce_scatter_block_hier},
       {Coll::Reduce_scatter_block, "nvring",
        "device buffers on one node along its NVLink ring: the ring reduce-scatter with the blocks as segments",
        device_ring, reduce_scatter_block_nvring},
