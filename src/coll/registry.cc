@@ -56,6 +56,9 @@ bool rsb_twoshot(const CollArgs &a, const Topology &t) { return device_one_node(
 // none): a rank's input would be overwritten while peers still read it.
 bool not_in_place(const CollArgs &a, const Topology &t) { return device_one_node(a, t) && a.sendbuf != nullptr; }
 
+// alltoall through the banks: P bytes (one of every block) must fit a bank.
+bool alltoall_banks(const CollArgs &a, const Topology &t) { return banks(a, t) && alltoall_hier_fits(a, t); }
+
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
 // intra-node allgather.
 template <ScheduleBuilder kSchedule>
@@ -149,6 +152,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node, not in place: each rank copies its block out of every peer's send buffer "
        "(CUDA IPC)",
        not_in_place, alltoall_direct},
+      {Coll::Alltoall, "hier",
+       "a chunk of every block through the node's banks; rail j carries its node's blocks for the ranks j, j+L_min, "
+       "... of every other node, pairwise between nodes",
+       alltoall_banks, alltoall_hier},
       {Coll::Alltoall, "staged", "device buffers: copied to pinned host memory for the MPI's own alltoall", device_any,
        nullptr},
   };
