@@ -19,7 +19,7 @@ GCOLL_CUDA=emulate and the GCOLL_EMU_* settings, which choose gcoll's emulated G
 (gpu_or_skip.sh exports GCOLL_CUDA=emulate on machines without a GPU) and are passed
 on with -x).
 
-Checks, for allreduce, bcast, allgather, reduce and reduce_scatter, on the stats file gcoll writes at
+Checks, for allreduce, bcast, allgather, reduce, reduce_scatter and alltoall, on the stats file gcoll writes at
 MPI_Finalize:
   * mpirun exit status 0, PASS printed and no FAIL;
   * calls == the program's calls; bytes == the program's bytes;
@@ -32,7 +32,7 @@ MPI_Finalize:
     engine > 0 for every collective (device calls with predefined types use gcoll's
     engine); --device-path staged (GCOLL_DEVICE_BUFFERS=staged): engine == 0 and
     staged == device calls.
-  * alltoall (engine algorithms on one node only): as above, with
+  * the collectives whose engine algorithms run on one node only (none at present): as above, with
     engine > 0 under --device-path engine --nodes one, else engine == 0 and staged ==
     device calls;
   * gather, scatter, allgatherv, gatherv, scatterv (no engine algorithm), in every mode:
@@ -52,9 +52,10 @@ import subprocess
 import sys
 import tempfile
 
-COLLS = ("allreduce", "bcast", "allgather", "reduce", "reduce_scatter")
-# The collectives whose engine algorithms run on one node only (device buffers, zero-copy).
-ONE_NODE_COLLS = ("alltoall",)
+COLLS = ("allreduce", "bcast", "allgather", "reduce", "reduce_scatter", "alltoall")
+# The collectives whose engine algorithms run on one node only (device buffers, zero-copy):
+# none since reduce, reduce_scatter and alltoall have @hier across nodes.
+ONE_NODE_COLLS = ()
 # The collectives without an engine algorithm: every device call staged, whatever the mode.
 STAGED_COLLS = ("gather", "scatter", "allgatherv", "gatherv", "scatterv")
 BUCKETS = ("engine", "staged", "passthrough", "errors")

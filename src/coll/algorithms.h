@@ -54,6 +54,10 @@ Status bcast_fused(CallContext &cx, const CollArgs &a);
 Status reduce_direct(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_direct(CallContext &cx, const CollArgs &a);
 Status alltoall_direct(CallContext &cx, const CollArgs &a);
+// Alltoall through the banks and along the rails (alltoall_hier.cc); fits: whether one byte
+// of every block fits a bank of the configured size (rank-uniform).
+Status alltoall_hier(CallContext &cx, const CollArgs &a);
+bool alltoall_hier_fits(const CollArgs &a, const Topology &t);
 Status allgather_fused(CallContext &cx, const CollArgs &a);
 // Device buffers on one node along its NVLink ring (Topology::ring): through the banks,
 // each rank reading only its predecessor's.

@@ -1,6 +1,7 @@
 // The engine's front door (engine.h): a communicator's engine, built collectively at its
 // first engine call (EngineSlot::get), and one call run from start to end (Engine::run),
 // its completion protocol included. src/pmpi sees only these two and the algorithm table.
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <new>
@@ -319,7 +320,10 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
     // progresses UCX while it waits, as the barrier below does.
     hidden_mpi_call();
     st = ucx::progress_agree(comm, st, timeout_s);
-  } else if (ok(st) && rail && a.bytes() >= kRendezvousMinBytes) {
+  } else if (ok(st) && rail &&
+             std::min(a.bytes(), kRendezvousMinBytes) *
+                     (a.coll == Coll::Alltoall ? static_cast<std::size_t>(topo.size) * topo.size : 1) >=
+                 kRendezvousMinBytes) {  // alltoall: a rail piece holds up to P^2 blocks' chunks
     hidden_mpi_call();
     st = ucx::progress_barrier(topo.rail_comm, timeout_s);
   }

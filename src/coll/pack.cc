@@ -230,8 +230,7 @@ Status Packer::enter(CollArgs *a, const PackPlan &plan, int rank, int size, int 
     case Coll::Allgather:
     case Coll::Alltoall: {
       // Alltoall: its send side is n blocks of PackSide::count elements, packed block by
-      // block; the engine never takes it in place (registry.cc), so nothing is packed then.
-      if (a->coll == Coll::Alltoall && in_place) return Status::Ok;
+      // block; in place (alltoall_hier.cc) the whole receive buffer is its input.
       const PackSide &s = plan_.send, &r = plan_.recv;
       const std::size_t send_bytes = a->coll == Coll::Alltoall ? block * static_cast<std::size_t>(size) : block;
       if (!in_place) {
@@ -274,12 +273,15 @@ Status Packer::enter(CollArgs *a, const PackPlan &plan, int rank, int size, int 
       }
       if (r.device && !(recv_view_ = host_view(r, static_cast<long long>(r.count) * size))) return Status::ErrInternal;
       if (in_place) {
-        // My contribution is my block of the receive buffer.
+        // My contribution is my block of the receive buffer (alltoall: every block).
         Shape sh;
         if (!shape_of(r.type, &sh)) return fail(Status::ErrArg, MPI_ERR_TYPE, "the datatype has no extent");
         const char *base = static_cast<const char *>(r.device ? recv_view_ : r.user);
-        const Status st = pack(base + static_cast<MPI_Aint>(rank) * r.count * sh.extent, r.count, r.type,
-                               recv_scratch_.data() + block * static_cast<std::size_t>(rank), block);
+        const int q0 = a->coll == Coll::Alltoall ? 0 : rank, q1 = a->coll == Coll::Alltoall ? size : rank + 1;
+        Status st = Status::Ok;
+        for (int q = q0; q < q1 && ok(st); ++q)
+          st = pack(base + static_cast<MPI_Aint>(q) * r.count * sh.extent, r.count, r.type,
+                    recv_scratch_.data() + block * static_cast<std::size_t>(q), block);
         if (!ok(st)) return st;
       }
       a->recvbuf = recv_scratch_.data();

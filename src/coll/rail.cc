@@ -347,4 +347,30 @@ Status rail_allgatherv_bruck(Rail &r, const std::vector<std::size_t> &sizes, voi
   return st;
 }
 
+Status rail_alltoallv_pairwise(Rail &r, const std::vector<std::size_t> &sizes_out, const void *out,
+                               const std::vector<std::size_t> &sizes_in, void *in) {
+  const int n = r.channel->size(), me = r.channel->rank();
+  std::vector<std::size_t> oo(n + 1, 0), io(n + 1, 0);
+  for (int i = 0; i < n; ++i) {
+    oo[i + 1] = oo[i] + sizes_out[i];
+    io[i + 1] = io[i] + sizes_in[i];
+  }
+  Status st = local_copy(r, at(in, io[me]), static_cast<const char *>(out) + oo[me], sizes_in[me]);
+  for (int s = 1; ok(st) && s < n; ++s) {
+    const int dst = (me + s) % n, src = (me - s + n) % n;
+    count_step(r);
+    net::Request req[2];
+    st = settle(r);  // what the space copied into out, or still copies out of in
+    if (ok(st) && sizes_in[src]) st = r.channel->irecv(src, at(in, io[src]), sizes_in[src], r.tag(s), &req[0]);
+    if (ok(st) && sizes_out[dst])
+      st = r.channel->isend(dst, static_cast<const char *>(out) + oo[dst], sizes_out[dst], r.tag(s), &req[1]);
+    if (!ok(st)) {
+      r.channel->cancel(req, 2);
+      return st;
+    }
+    st = r.channel->wait(req, 2, r.timeout_s);
+  }
+  return st;
+}
+
 }  // namespace gcoll

@@ -119,6 +119,14 @@ Status rail_bcast_binomial(Rail &r, void *buf, std::size_t bytes, int root);
 // (tmp: sum(sizes) bytes, Bruck only).
 Status rail_allgatherv_ring(Rail &r, const std::vector<std::size_t> &sizes, void *out);
 Status rail_allgatherv_bruck(Rail &r, const std::vector<std::size_t> &sizes, void *out, void *tmp);
+// Alltoall of variable-size pieces, pairwise: n - 1 steps, step s sends my piece for rail
+// rank (me + s) % n and receives the piece of rail rank (me - s + n) % n (one message per
+// pair and call, tag s). out: my pieces in rail rank order (sizes_out[i] bytes for rank i,
+// contiguous); in: what I receive, in rail rank order (sizes_in[i] bytes from rank i). My
+// own piece is copied from out to in. sizes_out[i] on rank me must equal sizes_in[me] on
+// rank i; empty pieces are not sent.
+Status rail_alltoallv_pairwise(Rail &r, const std::vector<std::size_t> &sizes_out, const void *out,
+                               const std::vector<std::size_t> &sizes_in, void *in);
 
 // Element range [*off, *off + *len) of part i when n elements are cut into `parts`
 // near-equal contiguous parts (the first n % parts parts get one more).

@@ -62,6 +62,9 @@ bool rs_hier(const CollArgs &a, const Topology &t) {
   return banks(a, t) && (a.sendbuf != nullptr || nodes_in_rank_order(t));
 }
 
+// alltoall through the banks: P bytes (one of every block) must fit a bank.
+bool alltoall_banks(const CollArgs &a, const Topology &t) { return banks(a, t) && alltoall_hier_fits(a, t); }
+
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
 // intra-node allgather.
 template <ScheduleBuilder kSchedule>
@@ -168,6 +171,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node, not in place: each rank copies its block out of every peer's send buffer "
        "(CUDA IPC)",
        not_in_place, alltoall_direct},
+      {Coll::Alltoall, "hier",
+       "a chunk of every block through the node's banks; rail j carries its node's blocks for the ranks j, j+L_min, "
+       "... of every other node, pairwise between nodes",
+       alltoall_banks, alltoall_hier},
       {Coll::Alltoall, "staged", "device buffers: copied to pinned host memory for the MPI's own alltoall", device_any,
        nullptr},
   };

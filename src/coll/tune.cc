@@ -23,7 +23,7 @@ const char *const kDefaultTune =
     "reduce_scatter_block:16K-inf:@twoshot,reduce_scatter_block:0-inf:@node,reduce_scatter_block:0-inf:@hier,"
     "reduce_scatter_block:0-inf:@allreduce,"
     "reduce:0-inf:@direct,reduce:0-inf:@hier,reduce_scatter:0-inf:@direct,reduce_scatter:0-inf:@hier,"
-    "alltoall:0-inf:@direct";
+    "alltoall:0-inf:@direct,alltoall:0-inf:@hier";
 
 // Tried before kDefaultTune for device calls where node ranks share a GPU without MPS
 // (time-sliced, MemSpace::time_sliced) and the space does not fuse: every engine step

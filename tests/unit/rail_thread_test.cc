@@ -308,6 +308,55 @@ TEST(RailThreads, RingReduceScatterOfUnevenSegments) {
     }
 }
 
+// Pairwise alltoallv: rank r's piece for rank q has size(r, q) bytes (uneven, zeros among
+// them, depending on the shape), its bytes a function of (r, q, i).
+std::size_t a2a_size(int shape, int r, int q) {
+  switch (shape) {
+    case 0: return static_cast<std::size_t>((r * 7 + q * 3) % 5) * 3;  // some 0
+    case 1: return r == q ? 0 : static_cast<std::size_t>(1000 + 7 * r + 11 * q);
+    case 2: return q == 0 ? 4099 : 0;  // only to rank 0
+    default: return static_cast<std::size_t>(r + 2 * q + 1);  // all different
+  }
+}
+std::uint8_t a2a_byte(int r, int q, std::size_t i) { return static_cast<std::uint8_t>(r * 53 + q * 29 + i * 3 + 5); }
+
+TEST(RailThreads, AlltoallvPairwiseUnevenSizes) {
+  for (int n = 1; n <= 5; ++n)
+    for (int shape = 0; shape < 4; ++shape) {
+      std::vector<std::vector<std::uint8_t>> got(n);
+      const auto st = run_ranks(n, [&](int r, net::Channel *ch) {
+        std::vector<std::size_t> so(n), si(n);
+        std::size_t to = 0, ti = 0;
+        for (int q = 0; q < n; ++q) {
+          so[q] = a2a_size(shape, r, q);
+          si[q] = a2a_size(shape, q, r);
+          to += so[q];
+          ti += si[q];
+        }
+        std::vector<std::uint8_t> out(to + 1), in(ti + 1, 0xee);
+        for (int q = 0, pos = 0; q < n; ++q)
+          for (std::size_t i = 0; i < so[q]; ++i) out[pos++] = a2a_byte(r, q, i);
+        int steps = 0;
+        Rail rail = make_rail(ch, 3, kTimeout, &steps);
+        const Status s = rail_alltoallv_pairwise(rail, so, out.data(), si, in.data());
+        if (steps != n - 1) return Status::ErrInternal;  // one round per peer
+        if (in[ti] != 0xee) return Status::ErrInternal;  // nothing written past the end
+        in.resize(ti);
+        got[r] = std::move(in);
+        return s;
+      });
+      const std::string what = "n=" + std::to_string(n) + " shape " + std::to_string(shape);
+      ASSERT_EQ(std::count(st.begin(), st.end(), Status::Ok), n) << what << ": " << statuses(st);
+      for (int r = 0; r < n; ++r) {
+        std::size_t pos = 0;
+        for (int q = 0; q < n; ++q)
+          for (std::size_t i = 0; i < a2a_size(shape, q, r); ++i, ++pos)
+            ASSERT_EQ(got[r][pos], a2a_byte(q, r, i)) << what << " rank " << r << " piece from " << q << " byte " << i;
+        ASSERT_EQ(pos, got[r].size()) << what;
+      }
+    }
+}
+
 // ---- failures: errors after the timeout, not hangs --------------------------------------
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

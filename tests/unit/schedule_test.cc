@@ -322,7 +322,8 @@ TEST(Tune, DefaultRulesParseAndCoverEverySize) {
       EXPECT_EQ(hits, has ? 1 : 0) << coll_name(static_cast<Coll>(c)) << " " << b;
     }
   }
-  EXPECT_EQ(with_algorithms, 6);  // allreduce, bcast, allgather, reduce_scatter_block, reduce, reduce_scatter
+  EXPECT_EQ(with_algorithms, 7);  // allreduce, bcast, allgather, reduce_scatter_block, reduce, reduce_scatter,
+                                  // alltoall
   // Device buffers on one node, zero-copy, not in place: every collective with an engine
   // algorithm has a rule at every size (the others: none).
   CollArgs dev;

@@ -1,5 +1,6 @@
 // MPI_Alltoall: its arguments -> the engine's call (device buffers on one node, not in
-// place: coll/alltoall_direct.cc), the MPI's and the staged one (pmpi/call.h). Every rank sends n blocks of sendcount x sendtype and
+// place: coll/alltoall_direct.cc; elsewhere, in place too: coll/alltoall_hier.cc), the
+// MPI's and the staged one (pmpi/call.h). Every rank sends n blocks of sendcount x sendtype and
 // receives n blocks of recvcount x recvtype (n: the communicator's size, an
 // intercommunicator's remote group). In place: the receive buffer is the input too.
 #include "pmpi/call.h"
