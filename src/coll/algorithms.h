@@ -38,8 +38,13 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a) {
 Status allreduce_twoshot(CallContext &cx, const CollArgs &a);
 Status bcast_binomial(CallContext &cx, const CollArgs &a);
 Status bcast_scatter_ag(CallContext &cx, const CollArgs &a);
+// Allgather and allgatherv (CollArgs::block_bytes: uneven blocks), one pipeline.
 Status allgather_ring(CallContext &cx, const CollArgs &a);
 Status allgather_bruck(CallContext &cx, const CollArgs &a);
+// Their pipeline step: the largest s in [1, limit] such that, on every rail (rails[j]: the
+// bytes of the blocks rail j carries, every node's), the sum of min(s, bytes) fits `cap`
+// (what one chunk publishes in a bank); 1 if none does.
+std::size_t allgather_step(const std::vector<std::vector<std::size_t>> &rails, std::size_t cap, std::size_t limit);
 // Device buffers on one node where the space fuses (MemSpace::fused): one fused op per
 // chunk of at most the space's capacity, one kernel and one wait each.
 Status allreduce_fused(CallContext &cx, const CollArgs &a);
