@@ -32,8 +32,9 @@ int allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
   Buffers bufs;
   if (!in_place && sendcount > 0) bufs.send = sendbuf;
   if (recvcounts && displs && total > 0) bufs.recv = recvbuf;
-  // The engine's view of the blocks (CollArgs::block_bytes, block_offsets): this call's.
-  std::vector<std::size_t> block_bytes, block_offsets;
+  // The engine's view of the blocks (CollArgs::block_bytes, block_offsets): this call's,
+  // one allocation, [bytes of n blocks][their offsets].
+  std::vector<std::size_t> blocks;
   const auto prepare = [&](CollArgs *a, PackPlan *plan) {
     int rank = -1;
     PMPI_Comm_rank(comm, &rank);
@@ -50,26 +51,27 @@ int allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     if (!in_place && (!byte_layout(sendcount, sendtype, &sl) || !valid_buffer(sendbuf, sendcount) ||
                       sl.bytes != elem.bytes * static_cast<std::size_t>(recvcounts[rank])))
       return false;
-    block_bytes.assign(n, 0);
-    block_offsets.assign(n, 0);
-    // Byte offsets of the blocks from recvbuf (negative displacements: from the lowest).
-    long long lo = 0;
-    std::vector<long long> off(n, 0);
+    blocks.assign(2 * static_cast<std::size_t>(n), 0);
+    std::size_t *block_bytes = blocks.data(), *block_offsets = blocks.data() + n;
+    // Byte offsets of the blocks from recvbuf; negative displacements: from the lowest
+    // block, where the engine's recvbuf then points (unsigned arithmetic, modulo 2^64).
+    MPI_Aint lo = 0;
     for (int i = 0; i < n; ++i) {
       block_bytes[i] = elem.bytes * static_cast<std::size_t>(recvcounts[i]);
       if (!block_bytes[i]) continue;
-      off[i] = static_cast<long long>(displs[i]) * extent + most.offset;
-      lo = std::min(lo, off[i]);
+      const MPI_Aint off = static_cast<MPI_Aint>(displs[i]) * extent + most.offset;
+      block_offsets[i] = static_cast<std::size_t>(off);
+      lo = std::min(lo, off);
     }
     for (int i = 0; i < n; ++i)
-      if (block_bytes[i]) block_offsets[i] = static_cast<std::size_t>(off[i] - lo);
+      if (block_bytes[i]) block_offsets[i] -= static_cast<std::size_t>(lo);
     a->sendbuf = in_place ? nullptr : sendbuf;
     a->recvbuf = static_cast<char *>(recvbuf) + lo;
     a->dtype = DType::Uint8;
     a->elem = 1;
     a->count = elem.bytes * static_cast<std::size_t>(total);
-    a->block_bytes = block_bytes.data();
-    a->block_offsets = block_offsets.data();
+    a->block_bytes = block_bytes;
+    a->block_offsets = block_offsets;
     if (!in_place && sl.bytes) plan->send = PackSide{const_cast<void *>(sendbuf), sendcount, sendtype, sl, false};
     if (a->count) {
       plan->recv = PackSide{recvbuf, 0, recvtype, most, false};
