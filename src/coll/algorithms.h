@@ -55,10 +55,11 @@ Status reduce_scatter_block_twoshot(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_block_allreduce(CallContext &cx, const CollArgs &a);
 Status bcast_fused(CallContext &cx, const CollArgs &a);
 // Device buffers on one node, zero-copy (CUDA IPC): reduce_direct.cc,
-// reduce_scatter_direct.cc, alltoall_direct.cc.
+// reduce_scatter_direct.cc, alltoall_direct.cc, allgatherv_direct.cc.
 Status reduce_direct(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_direct(CallContext &cx, const CollArgs &a);
 Status alltoall_direct(CallContext &cx, const CollArgs &a);
+Status allgatherv_direct(CallContext &cx, const CollArgs &a);
 Status allgather_fused(CallContext &cx, const CollArgs &a);
 // Device buffers on one node along its NVLink ring (Topology::ring): through the banks,
 // each rank reading only its predecessor's.

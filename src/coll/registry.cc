@@ -120,6 +120,10 @@ const std::vector<Algorithm> &algorithms() {
        allgather_ring},
       {Coll::Allgatherv, "bruck", "uneven blocks: intra-node exchange, Bruck between nodes on every rail", banks,
        allgather_bruck},
+      {Coll::Allgatherv, "direct",
+       "device buffers on one node: each rank copies every peer's block out of its send buffer (in place: its "
+       "block of the receive buffer) into its own receive buffer (CUDA IPC)",
+       device_one_node, allgatherv_direct},
       {Coll::Allgatherv, "staged", "device buffers: copied to pinned host memory for the MPI's own allgatherv",
        device_any, nullptr},
       {Coll::Reduce_scatter_block, "node",

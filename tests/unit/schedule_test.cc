@@ -417,6 +417,23 @@ TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
   a.mem = MemKind::Host;
   a.count = 1 << 20;
   EXPECT_STREQ(select_algorithm({}, a, one)->name, "ring");
+  // Allgatherv (bytes): device buffers on one node zero-copy at every size, in place too;
+  // else the banks' bruck / ring by total bytes.
+  CollArgs v;
+  v.coll = Coll::Allgatherv;
+  v.mem = MemKind::Device;
+  v.zero_copy = true;
+  for (std::size_t bytes : {std::size_t{8}, std::size_t{1} << 26}) {
+    v.count = bytes;
+    EXPECT_STREQ(select_algorithm({}, v, one)->name, "direct") << bytes;
+    EXPECT_STREQ(select_algorithm({}, v, two)->name, bytes < 16384 ? "bruck" : "ring") << bytes;
+    v.zero_copy = false;
+    EXPECT_STREQ(select_algorithm({}, v, one)->name, bytes < 16384 ? "bruck" : "ring") << bytes;
+    v.zero_copy = true;
+    v.mem = MemKind::Host;
+    EXPECT_STREQ(select_algorithm({}, v, one)->name, bytes < 16384 ? "bruck" : "ring") << bytes;
+    v.mem = MemKind::Device;
+  }
 }
 
 // Issue 12: a device space that fuses (MPS, or a GPU per rank) takes @fused for small and
