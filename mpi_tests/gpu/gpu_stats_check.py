@@ -19,14 +19,15 @@ GCOLL_CUDA=emulate and the GCOLL_EMU_* settings, which choose gcoll's emulated G
 (gpu_or_skip.sh exports GCOLL_CUDA=emulate on machines without a GPU) and are passed
 on with -x).
 
-Checks, for allreduce, bcast, allgather, reduce, reduce_scatter and alltoall, on the stats file gcoll writes at
+Checks, for allreduce, bcast, allgather, allgatherv, reduce, reduce_scatter and alltoall, on the stats
+file gcoll writes at
 MPI_Finalize:
   * mpirun exit status 0, PASS printed and no FAIL;
   * calls == the program's calls; bytes == the program's bytes;
     calls == engine + staged + passthrough + errors; errors == 0;
   * passthrough == host calls (host buffers go to the MPI by default);
     engine + staged == device calls; allreduce: staged >= device calls with a
-    user-defined op (never the engine; bcast and allgather with derived datatypes may
+    user-defined op (never the engine; bcast, allgather and allgatherv with derived datatypes may
     take the engine: they go by type signature, coll/pack.h);
   * --device-path engine (default settings, one node or several virtual nodes):
     engine > 0 for every collective (device calls with predefined types use gcoll's
@@ -35,7 +36,7 @@ MPI_Finalize:
   * the collectives whose engine algorithms run on one node only (none at present): as above, with
     engine > 0 under --device-path engine --nodes one, else engine == 0 and staged ==
     device calls;
-  * gather, scatter, allgatherv, gatherv, scatterv (no engine algorithm), in every mode:
+  * gather, scatter, gatherv, scatterv (no engine algorithm), in every mode:
     calls, bytes and passthrough as above, engine == 0 and staged == device calls (the
     proof that no device buffer reached the MPI unstaged).
 When the program says "SKIPPED: no GPU" and exits 77, so does this script.
@@ -52,12 +53,12 @@ import subprocess
 import sys
 import tempfile
 
-COLLS = ("allreduce", "bcast", "allgather", "reduce", "reduce_scatter", "alltoall")
+COLLS = ("allreduce", "bcast", "allgather", "allgatherv", "reduce", "reduce_scatter", "alltoall")
 # The collectives whose engine algorithms run on one node only (device buffers, zero-copy):
 # none since reduce, reduce_scatter and alltoall have @hier across nodes.
 ONE_NODE_COLLS = ()
 # The collectives without an engine algorithm: every device call staged, whatever the mode.
-STAGED_COLLS = ("gather", "scatter", "allgatherv", "gatherv", "scatterv")
+STAGED_COLLS = ("gather", "scatter", "gatherv", "scatterv")
 BUCKETS = ("engine", "staged", "passthrough", "errors")
 EXPECT_NP_RE = re.compile(r"^GCOLL_EXPECT np=(\d+)\s*$")
 EXPECT_RE = re.compile(r"^GCOLL_EXPECT (\w+) calls_per_rank=(\d+) calls=(\d+) bytes=(\d+)\s*$")
@@ -239,7 +240,7 @@ def main(argv):
                 fail("stats %s: engine+staged = %d, expected %d (the device-buffer calls)"
                      % (c, s["engine"] + s["staged"], device))
             # A user-defined op is never the engine's (the program's derived allreduces all
-            # have one); bcast and allgather go by type signature, and a derived datatype
+            # have one); bcast, allgather and allgatherv go by type signature, and a derived datatype
             # is packed into the engine's call (coll/pack.h), or staged with the others.
             if c == "allreduce" and s["staged"] < k["der"]:
                 fail("stats %s: staged=%d < %d device calls with a user-defined op"

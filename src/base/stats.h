@@ -30,7 +30,7 @@ const char *path_name(Path p);  // "engine", "staged", "passthrough", "errors"
 enum class Field : int { Engine = 0, Staged, Passthrough, Errors, Bytes, IntraBytes, InterBytes, kCount };
 constexpr int kFields = static_cast<int>(Field::kCount);
 constexpr int kColls = static_cast<int>(Coll::kCount);
-constexpr int kMaxAlgos = 32;                            // engine algorithms, by table index
+constexpr int kMaxAlgos = 64;                            // engine algorithms, by table index
 // What the library itself costs, whatever the collective (the JSON's "library" object):
 //   HiddenMpi:      MPI calls gcoll makes on its own inside an intercepted call: the
 //                   memory-kind agreements and the one-time agreement of their settings

@@ -38,8 +38,13 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a) {
 Status allreduce_twoshot(CallContext &cx, const CollArgs &a);
 Status bcast_binomial(CallContext &cx, const CollArgs &a);
 Status bcast_scatter_ag(CallContext &cx, const CollArgs &a);
+// Allgather and allgatherv (CollArgs::block_bytes: uneven blocks), one pipeline.
 Status allgather_ring(CallContext &cx, const CollArgs &a);
 Status allgather_bruck(CallContext &cx, const CollArgs &a);
+// Their pipeline step: the largest s in [1, limit] such that, on every rail (rails[j]: the
+// bytes of the blocks rail j carries, every node's), the sum of min(s, bytes) fits `cap`
+// (what one chunk publishes in a bank); 1 if none does.
+std::size_t allgather_step(const std::vector<std::vector<std::size_t>> &rails, std::size_t cap, std::size_t limit);
 // Device buffers on one node where the space fuses (MemSpace::fused): one fused op per
 // chunk of at most the space's capacity, one kernel and one wait each.
 Status allreduce_fused(CallContext &cx, const CollArgs &a);
@@ -50,7 +55,7 @@ Status reduce_scatter_block_twoshot(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_block_allreduce(CallContext &cx, const CollArgs &a);
 Status bcast_fused(CallContext &cx, const CollArgs &a);
 // Device buffers on one node, zero-copy (CUDA IPC): reduce_direct.cc,
-// reduce_scatter_direct.cc, alltoall_direct.cc.
+// reduce_scatter_direct.cc, alltoall_direct.cc, allgatherv_direct.cc.
 Status reduce_direct(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_direct(CallContext &cx, const CollArgs &a);
 Status alltoall_direct(CallContext &cx, const CollArgs &a);
@@ -58,6 +63,7 @@ Status alltoall_direct(CallContext &cx, const CollArgs &a);
 // of every block fits a bank of the configured size (rank-uniform).
 Status alltoall_hier(CallContext &cx, const CollArgs &a);
 bool alltoall_hier_fits(const CollArgs &a, const Topology &t);
+Status allgatherv_direct(CallContext &cx, const CollArgs &a);
 Status allgather_fused(CallContext &cx, const CollArgs &a);
 // Device buffers on one node along its NVLink ring (Topology::ring): through the banks,
 // each rank reading only its predecessor's.

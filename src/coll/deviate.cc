@@ -59,6 +59,10 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
     send = in_place ? 0 : total;
     result = total;
   }
+  if (a->coll == Coll::Allgatherv) {  // my block; every block, one after the other
+    send = in_place ? 0 : a->block_bytes[rank];
+    result = block;
+  }
   const std::size_t need = std::max<std::size_t>(send + result, 1);
   if (gpu_ < 0) gpu_ = rt().current_device();
   if (gpu_ < 0) return fail("no GPU for the copies of a rank whose buffers differ from the agreed kind", Status::ErrInternal);
@@ -102,6 +106,23 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
       out_bytes_ = result;
       a->sendbuf = in_place ? nullptr : s_send;
       break;
+    case Coll::Allgatherv: {
+      v_bytes_ = a->block_bytes;
+      v_out_.assign(a->block_offsets, a->block_offsets + size);
+      v_scratch_.assign(static_cast<std::size_t>(size), 0);
+      for (std::size_t q = 1; q < v_scratch_.size(); ++q) v_scratch_[q] = v_scratch_[q - 1] + v_bytes_[q - 1];
+      // Already one after the other: one copy back.
+      if (v_out_ == v_scratch_) v_bytes_ = nullptr;
+      if (ok(st))
+        st = in_place ? copy(s_res + v_scratch_[rank], static_cast<const char *>(a->recvbuf) + v_out_[rank],
+                             a->block_bytes[rank])
+                      : copy(s_send, a->sendbuf, send);
+      out_ = a->recvbuf;
+      out_bytes_ = result;
+      a->sendbuf = in_place ? nullptr : s_send;
+      a->block_offsets = v_scratch_.data();
+      break;
+    }
     case Coll::Reduce_scatter_block:
       if (ok(st)) st = in_place ? copy(s_res, a->recvbuf, result) : copy(s_send, a->sendbuf, send);
       out_ = a->recvbuf;
@@ -144,7 +165,13 @@ Status Deviator::leave() {
   DeviceScope scope(gpu_);
   Status st = scope.status();
   if (ok(st)) st = rt().order_after_default_streams(stream_, order_);
-  if (ok(st)) st = copy(out_, out_from_, out_bytes_);
+  if (v_bytes_) {  // allgatherv: block by block
+    for (std::size_t q = 0; ok(st) && q < v_out_.size(); ++q)
+      st = copy(static_cast<char *>(out_) + v_out_[q], static_cast<const char *>(out_from_) + v_scratch_[q],
+                v_bytes_[q]);
+  } else if (ok(st)) {
+    st = copy(out_, out_from_, out_bytes_);
+  }
   if (ok(st)) st = rt().stream_synchronize(stream_);
   if (!ok(st)) return fail("copy of the result from the scratch of the agreed memory kind failed", st);
   return Status::Ok;

@@ -57,6 +57,10 @@ class Deviator {
   void *out_ = nullptr;
   const void *out_from_ = nullptr;
   std::size_t out_bytes_ = 0;
+  // Allgatherv: the result goes back block by block (v_bytes_[q] bytes from the scratch's
+  // v_scratch_[q] to out_ + v_out_[q]) unless the blocks already lie one after the other.
+  const std::size_t *v_bytes_ = nullptr;
+  std::vector<std::size_t> v_out_, v_scratch_;
   std::string why_;
 };
 

@@ -111,12 +111,21 @@ struct CollArgs {
   const void *sendbuf = nullptr;  // nullptr: in place
   void *recvbuf = nullptr;        // allreduce/allgather result; bcast buffer
   std::size_t count = 0;          // allreduce/bcast/reduce: elements; allgather: elements per rank;
-                                  // alltoall: bytes per block; reduce_scatter: all blocks' elements
+                                  // alltoall: bytes per block; reduce_scatter: all blocks' elements;
+                                  // allgatherv: all blocks' bytes
   DType dtype = DType::Uint8;
   ROp op = ROp::Sum;              // the reductions
   int root = 0;                   // bcast, reduce
   const int *counts = nullptr;    // reduce_scatter: elements of each rank's block (the same
                                   // array on every rank, as MPI requires; the call's own)
+  // allgatherv (count: the sum of the blocks' bytes, dtype Uint8, elem 1): block_bytes[i],
+  // the bytes of rank i's block (recvcounts[i] x recvtype size: rank-uniform, the only
+  // sizes an algorithm may decide anything from); block_offsets[i], where that block lies in
+  // recvbuf (this rank's own: displacements may differ per rank; local copies only). Arrays
+  // of the communicator's size, owned by the call (pmpi/calls/allgatherv.cc; the packer and
+  // the deviator point block_offsets at their scratch's).
+  const std::size_t *block_bytes = nullptr;
+  const std::size_t *block_offsets = nullptr;
   std::size_t elem = 1;           // bytes per element
   MemKind mem = MemKind::Host;    // all ranks' buffers (agreed)
   bool zero_copy = false;         // device: every rank's buffers can be exposed (CUDA IPC)

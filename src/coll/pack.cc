@@ -89,6 +89,32 @@ bool span64(long long n, MPI_Datatype type, Span *out) {
   return true;
 }
 
+// The span of an allgatherv's receive blocks (every non-empty one; holes: the bytes
+// between blocks).
+bool span_blocks(int n, const int *counts, const int *displs, MPI_Datatype type, Span *out) {
+  *out = Span{};
+  Shape s;
+  if (!shape_of(type, &s)) return false;
+  bool any = false;
+  MPI_Aint lo = 0, hi = 0;
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] <= 0) continue;
+    Span b;
+    if (!span64(counts[i], type, &b)) return false;
+    const MPI_Aint l = static_cast<MPI_Aint>(displs[i]) * s.extent + b.lo;
+    const MPI_Aint h = l + static_cast<MPI_Aint>(b.bytes);
+    lo = any ? std::min(lo, l) : l;
+    hi = any ? std::max(hi, h) : h;
+    any = true;
+  }
+  if (any) {
+    out->lo = lo;
+    out->bytes = static_cast<std::size_t>(hi - lo);
+    out->holes = true;
+  }
+  return true;
+}
+
 // Elements per PMPI_Pack call: the packed size must fit an int.
 long long piece_of(int size) { return size > 0 ? std::max<long long>(1, (INT_MAX / 2) / size) : 1; }
 
@@ -176,6 +202,10 @@ void *Packer::host_view(const PackSide &s, long long elements) {
     fail(Status::ErrArg, MPI_ERR_TYPE, "the datatype has no extent");
     return nullptr;
   }
+  return host_view(s, span);
+}
+
+void *Packer::host_view(const PackSide &s, const Span &span) {
   if (!stager_) stager_.reset(new Stager(gpu_));
   void *h = stager_->host_copy(s.user, span, true);
   if (stager_->failed()) {
@@ -288,9 +318,65 @@ Status Packer::enter(CollArgs *a, const PackPlan &plan, int rank, int size, int 
       packed_recv_ = true;
       return Status::Ok;
     }
+    case Coll::Allgatherv:
+      return enter_v(a);
     default:
       return fail(Status::ErrInternal, MPI_ERR_INTERN, "packing: not a byte-moving collective");
   }
+}
+
+// Allgatherv: my send block packed; the receive side as the blocks one after the other in
+// rank order (CollArgs::block_offsets: their prefix sums), unpacked block by block at the
+// displacements by leave().
+Status Packer::enter_v(CollArgs *a) {
+  const PackSide &s = plan_.send, &r = plan_.recv;
+  const bool in_place = a->sendbuf == nullptr;
+  const std::size_t *bytes = a->block_bytes;
+  if (!in_place && s.packs()) {
+    const std::size_t mine = bytes[rank_];
+    try {
+      send_scratch_.resize(std::max<std::size_t>(mine, 1));
+    } catch (const std::bad_alloc &) {
+      return fail(Status::ErrNoMem, MPI_ERR_NO_MEM, "out of memory for packing a derived datatype");
+    }
+    const void *from = s.user;
+    if (s.device && !(from = host_view(s, s.count))) return Status::ErrInternal;
+    const Status st = pack(from, s.count, s.type, send_scratch_.data(), mine);
+    if (!ok(st)) return st;
+    a->sendbuf = send_scratch_.data();
+    packed_send_ = true;
+  }
+  if (!r.packs()) return Status::Ok;  // prepare() pointed the engine at the blocks themselves
+  std::size_t total = 0;
+  v_offsets_.assign(static_cast<std::size_t>(size_), 0);
+  for (int q = 0; q < size_; ++q) {
+    v_offsets_[q] = total;
+    total += bytes[q];
+  }
+  try {
+    recv_scratch_.resize(std::max<std::size_t>(total, 1));
+  } catch (const std::bad_alloc &) {
+    return fail(Status::ErrNoMem, MPI_ERR_NO_MEM, "out of memory for packing a derived datatype");
+  }
+  Shape sh;
+  if (!shape_of(r.type, &sh)) return fail(Status::ErrArg, MPI_ERR_TYPE, "the datatype has no extent");
+  if (r.device) {
+    Span span;
+    if (!span_blocks(size_, r.counts, r.displs, r.type, &span))
+      return fail(Status::ErrArg, MPI_ERR_TYPE, "the datatype has no extent");
+    if (!(recv_view_ = host_view(r, span))) return Status::ErrInternal;
+  }
+  if (in_place && bytes[rank_]) {
+    // My contribution is my block of the receive buffer.
+    const char *base = static_cast<const char *>(r.device ? recv_view_ : r.user);
+    const Status st = pack(base + static_cast<MPI_Aint>(r.displs[rank_]) * sh.extent, r.counts[rank_], r.type,
+                           recv_scratch_.data() + v_offsets_[rank_], bytes[rank_]);
+    if (!ok(st)) return st;
+  }
+  a->recvbuf = recv_scratch_.data();
+  a->block_offsets = v_offsets_.data();
+  packed_recv_ = true;
+  return Status::Ok;
 }
 
 Status Packer::leave() {
@@ -302,6 +388,16 @@ Status Packer::leave() {
     void *to = r.user;
     if (r.device && !(to = recv_view_ = host_view(r, r.count))) return Status::ErrInternal;
     st = unpack(recv_scratch_.data(), r.layout.bytes, to, r.count, r.type);
+  } else if (coll_ == Coll::Allgatherv) {
+    // Block by block, at the displacements.
+    Shape sh;
+    if (!shape_of(r.type, &sh)) return fail(Status::ErrArg, MPI_ERR_TYPE, "the datatype has no extent");
+    char *base = static_cast<char *>(r.device ? recv_view_ : r.user);
+    for (int q = 0; q < size_ && ok(st); ++q)
+      if (r.counts[q] > 0)
+        st = unpack(recv_scratch_.data() + v_offsets_[q],
+                    static_cast<std::size_t>(r.counts[q]) * static_cast<std::size_t>(sh.size),
+                    base + static_cast<MPI_Aint>(r.displs[q]) * sh.extent, r.counts[q], r.type);
   } else {
     // Rank by rank: block q of the scratch into block q of the receive buffer.
     Shape sh;

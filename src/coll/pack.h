@@ -45,6 +45,10 @@ struct PackSide {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   ByteLayout layout;     // of `count` elements (allgather receive, alltoall: of all ranks' blocks)
   bool device = false;   // device memory (classified)
+  // Allgatherv receive: block i is counts[i] elements at displs[i] extents (the call's
+  // arrays, of the communicator's size; `count` unused, `layout` that of the largest block).
+  const int *counts = nullptr;
+  const int *displs = nullptr;
   bool packs() const { return user != nullptr && !layout.direct; }
 };
 
@@ -85,6 +89,9 @@ class Packer {
   Status unpack(const char *in, std::size_t bytes, void *user, int n, MPI_Datatype type);
   // A host view of a device side's span (copied in), for packing and unpacking.
   void *host_view(const PackSide &s, long long elements);
+  void *host_view(const PackSide &s, const Span &span);
+  // Allgatherv (Coll::Allgatherv: blocks of uneven sizes at displacements).
+  Status enter_v(CollArgs *a);
 
   Coll coll_ = Coll::Bcast;
   PackPlan plan_;
@@ -95,6 +102,7 @@ class Packer {
   std::unique_ptr<Stager> stager_;
   void *recv_view_ = nullptr;  // host view of a device receive side (leave unpacks into it)
   Span recv_span_;
+  std::vector<std::size_t> v_offsets_;  // allgatherv: the blocks' offsets in recv_scratch_
   int error_class_ = MPI_SUCCESS;
   std::string why_;
 };

@@ -125,6 +125,16 @@ const std::vector<Algorithm> &algorithms() {
        device_ring, allgather_nvring},
       {Coll::Allgather, "staged", "device buffers: copied to pinned host memory for the MPI's own allgather",
        device_any, nullptr},
+      {Coll::Allgatherv, "ring", "uneven blocks: intra-node exchange, ring between nodes on every rail", banks,
+       allgather_ring},
+      {Coll::Allgatherv, "bruck", "uneven blocks: intra-node exchange, Bruck between nodes on every rail", banks,
+       allgather_bruck},
+      {Coll::Allgatherv, "direct",
+       "device buffers on one node: each rank copies every peer's block out of its send buffer (in place: its "
+       "block of the receive buffer) into its own receive buffer (CUDA IPC)",
+       device_one_node, allgatherv_direct},
+      {Coll::Allgatherv, "staged", "device buffers: copied to pinned host memory for the MPI's own allgatherv",
+       device_any, nullptr},
       {Coll::Reduce_scatter_block, "node",
        "one node: the input through the node's banks a chunk at a time, each rank reduces its own block from all "
        "peers",

@@ -20,6 +20,7 @@ const char *const kDefaultTune =
     "allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,allreduce:0-inf:@staged,"
     "bcast:0-inf:@fused,bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
     "allgather:0-inf:@fused,allgather:0-16K:@bruck,allgather:16K-inf:@ring,"
+    "allgatherv:0-inf:@direct,allgatherv:0-16K:@bruck,allgatherv:16K-inf:@ring,"
     "reduce_scatter_block:16K-inf:@twoshot,reduce_scatter_block:0-inf:@node,reduce_scatter_block:0-inf:@hier,"
     "reduce_scatter_block:0-inf:@allreduce,"
     "reduce:0-inf:@direct,reduce:0-inf:@hier,reduce_scatter:0-inf:@direct,reduce_scatter:0-inf:@hier,"
@@ -32,7 +33,7 @@ const char *const kDefaultTune =
 // staging wins up to about 2 MiB (measured for allreduce; bcast and allgather assumed).
 const char *const kTimeSlicedTune =
     "allreduce:0-4M:@staged,bcast:0-4M:@staged,allgather:0-1M:@staged,reduce_scatter_block:0-1M:@staged,"
-    "reduce:0-4M:@staged,reduce_scatter:0-1M:@staged,alltoall:0-1M:@staged";
+    "reduce:0-4M:@staged,reduce_scatter:0-1M:@staged,alltoall:0-1M:@staged,allgatherv:0-1M:@staged";
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "base/stats.h"
 #include "coll/algorithms.h"
 #include "coll/rail.h"
 #include "coll/tune.h"
@@ -32,6 +33,51 @@ TEST(Schedule, PartsCoverEveryElementOnceInOrder) {
       EXPECT_EQ(expect, n);
       EXPECT_LE(maxlen - minlen, 1u);
     }
+}
+
+// The allgather / allgatherv pipeline step (allgather.cc): what one chunk publishes on the
+// busiest rail, sum of min(step, block bytes), fits a bank.
+TEST(Schedule, AllgatherStepFitsEveryRailInABank) {
+  using Rails = std::vector<std::vector<std::size_t>>;
+  EXPECT_EQ(allgather_step(Rails{{100, 100, 100}, {100, 100}}, 64, 1000), 21u);  // 3 x 21 <= 64 < 3 x 22
+  EXPECT_EQ(allgather_step(Rails{{10, 10, 10}}, 64, 1000), 1000u);               // everything fits at once
+  EXPECT_EQ(allgather_step(Rails{{1000, 0, 0, 0}}, 64, 1000), 64u);              // empty blocks take no room
+  EXPECT_EQ(allgather_step(Rails{{1000, 8, 8}, {30}}, 64, 1000), 48u);           // 48 + 8 + 8
+  EXPECT_EQ(allgather_step(Rails{{1000, 1000}}, 64, 16), 16u);                   // the chunk bounds it
+  EXPECT_EQ(allgather_step(Rails{{5, 5, 5}}, 2, 16), 1u);                        // never below 1
+  // Against brute force: the largest step that fits.
+  std::uint32_t x = 12345;
+  const auto rnd = [&](std::uint32_t m) {
+    x = x * 1103515245u + 12345u;
+    return (x >> 8) % m;
+  };
+  for (int k = 0; k < 300; ++k) {
+    Rails rails(1 + rnd(3));
+    for (auto &r : rails)
+      for (std::uint32_t i = 0, n = 1 + rnd(5); i < n; ++i) r.push_back(rnd(4) ? rnd(200) : 0);
+    const std::size_t cap = 1 + rnd(300), limit = 1 + rnd(250);
+    std::size_t want = 1;
+    for (std::size_t s = 1; s <= limit; ++s) {
+      std::size_t need = 0;
+      for (const auto &r : rails) {
+        std::size_t sum = 0;
+        for (std::size_t b : r) sum += std::min(s, b);
+        need = std::max(need, sum);
+      }
+      if (need <= cap) want = s;
+    }
+    EXPECT_EQ(allgather_step(rails, cap, limit), want) << k;
+  }
+  // Even blocks (MPI_Allgather): as many chunks as the former bound, cap / busiest rail's
+  // pieces, gave.
+  for (std::size_t B : {1u, 7u, 64u, 100u, 1000u, 5000u})
+    for (std::size_t pieces : {1u, 2u, 3u, 5u})
+      for (std::size_t limit : {16u, 256u, 4096u}) {
+        const std::size_t cap = 256;
+        const std::size_t old = std::max<std::size_t>(1, std::min(limit, cap / pieces));
+        const std::size_t now = allgather_step(Rails{std::vector<std::size_t>(pieces, B)}, cap, limit);
+        EXPECT_EQ((B + old - 1) / old, (B + now - 1) / now) << B << " " << pieces << " " << limit;
+      }
 }
 
 TEST(Schedule, RecursiveDoublingSteps) {
@@ -322,8 +368,8 @@ TEST(Tune, DefaultRulesParseAndCoverEverySize) {
       EXPECT_EQ(hits, has ? 1 : 0) << coll_name(static_cast<Coll>(c)) << " " << b;
     }
   }
-  EXPECT_EQ(with_algorithms, 7);  // allreduce, bcast, allgather, reduce_scatter_block, reduce, reduce_scatter,
-                                  // alltoall
+  EXPECT_EQ(with_algorithms, 8);  // allreduce, bcast, allgather, reduce_scatter_block, reduce, reduce_scatter,
+                                  // alltoall, allgatherv
   // Device buffers on one node, zero-copy, not in place: every collective with an engine
   // algorithm has a rule at every size (the others: none).
   CollArgs dev;
@@ -344,7 +390,7 @@ TEST(Tune, DefaultRulesParseAndCoverEverySize) {
       EXPECT_EQ(hits > 0, has) << coll_name(dev.coll) << " " << b;
     }
   }
-  EXPECT_EQ(with_device, 7);  // and reduce, reduce_scatter, alltoall
+  EXPECT_EQ(with_device, 8);  // and reduce, reduce_scatter, alltoall
 }
 
 TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
@@ -373,6 +419,23 @@ TEST(Tune, DeviceBuffersOnOneNodeTakeZeroCopyForLargeAllreduce) {
   a.mem = MemKind::Host;
   a.count = 1 << 20;
   EXPECT_STREQ(select_algorithm({}, a, one)->name, "ring");
+  // Allgatherv (bytes): device buffers on one node zero-copy at every size, in place too;
+  // else the banks' bruck / ring by total bytes.
+  CollArgs v;
+  v.coll = Coll::Allgatherv;
+  v.mem = MemKind::Device;
+  v.zero_copy = true;
+  for (std::size_t bytes : {std::size_t{8}, std::size_t{1} << 26}) {
+    v.count = bytes;
+    EXPECT_STREQ(select_algorithm({}, v, one)->name, "direct") << bytes;
+    EXPECT_STREQ(select_algorithm({}, v, two)->name, bytes < 16384 ? "bruck" : "ring") << bytes;
+    v.zero_copy = false;
+    EXPECT_STREQ(select_algorithm({}, v, one)->name, bytes < 16384 ? "bruck" : "ring") << bytes;
+    v.zero_copy = true;
+    v.mem = MemKind::Host;
+    EXPECT_STREQ(select_algorithm({}, v, one)->name, bytes < 16384 ? "bruck" : "ring") << bytes;
+    v.mem = MemKind::Device;
+  }
 }
 
 // Issue 12: a device space that fuses (MPS, or a GPU per rank) takes @fused for small and
@@ -428,7 +491,7 @@ TEST(Tune, FusedAndTimeSlicedDeviceSelection) {
   a.zero_copy = true;
   a.time_sliced = true;
   a.elem = 1;
-  for (Coll c : {Coll::Allreduce, Coll::Bcast, Coll::Allgather}) {
+  for (Coll c : {Coll::Allreduce, Coll::Bcast, Coll::Allgather, Coll::Allgatherv}) {
     a.coll = c;
     a.count = 8;
     EXPECT_STREQ(select_algorithm({}, a, one)->name, "staged") << coll_name(c);
@@ -542,6 +605,18 @@ TEST(Tune, UnreducibleTypesAreRefusedBeforeAnythingMoves) {
   a.count = 1000;
   ASSERT_NE(select_algorithm({}, a, one), nullptr);
   EXPECT_NE(select_algorithm({}, a, one)->run, nullptr);
+}
+
+}  // namespace
+}  // namespace gcoll
+
+namespace gcoll {
+namespace {
+
+// The stats count engine calls per algorithm by table index: a row past kMaxAlgos would
+// not be counted at all (the table passed 32 rows with issue 23).
+TEST(Registry, EveryAlgorithmHasAStatsSlot) {
+  EXPECT_LE(algorithms().size(), static_cast<std::size_t>(kMaxAlgos));
 }
 
 }  // namespace
