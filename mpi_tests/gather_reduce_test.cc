@@ -1,4 +1,5 @@
-// The collectives gcoll sees but has no engine algorithm for (coll_cases.h): MPI_Reduce,
+// The collectives of issue 23 (coll_cases.h; through the MPI, or the engine's @hier,
+// @ring, @bruck where GCOLL_HOST_BUFFERS=engine: mpi_tests/CMakeLists.txt): MPI_Reduce,
 // MPI_Reduce_scatter, MPI_Gather, MPI_Scatter, MPI_Alltoall, MPI_Allgatherv, MPI_Gatherv,
 // MPI_Scatterv on host buffers, each call against PMPI_* on copies of the same inputs,
 // byte for byte over the whole receive buffer. Every predefined datatype (reductions:

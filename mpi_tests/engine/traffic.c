@@ -2,8 +2,9 @@
  * traffic_check.py reads the stats file gcoll wrote and compares the bytes and steps
  * between nodes with the schedule's formulae. Then one checked MPI_Bcast and one
  * MPI_Allgather, which the check expects to be counted as engine calls too, and one
- * checked MPI_Reduce and MPI_Reduce_scatter of the COUNT elements (their bytes and steps
- * between nodes checked too).
+ * checked MPI_Reduce and MPI_Reduce_scatter of the COUNT elements, MPI_Alltoall of blocks
+ * of COUNT / size elements and MPI_Allgatherv of the reduce-scatter's uneven blocks
+ * (their bytes and steps between nodes checked too).
  * Does not link gcoll (run preloaded).
  *
  * Built twice: gcoll_engine_traffic (host buffers) and, with -DGCOLL_TRAFFIC_DEVICE,
@@ -156,6 +157,47 @@ int main(int argc, char **argv) {
     for (int r = 0; r < size; ++r) expect += (float)((r + mine0 + i) % 7);
     bad += out[i] != expect;
   }
+  /* MPI_Alltoall of blocks of max(1, COUNT / size) floats, and MPI_Allgatherv of the
+   * reduce-scatter's uneven blocks (at least one float each). */
+  const long blk = n / size > 0 ? n / size : 1;
+  float *a2s = malloc((size_t)(blk * size) * sizeof *a2s), *a2r = malloc((size_t)(blk * size) * sizeof *a2r);
+  for (long i = 0; i < blk * size; ++i) a2s[i] = (float)(rank * 1000 + (i / blk) * 10 + i % 7);
+  int *agc = malloc((size_t)size * sizeof *agc), *agd = malloc((size_t)size * sizeof *agd);
+  long agt = 0;
+  for (int r = 0; r < size; ++r) {
+    agc[r] = counts[r] > 0 ? counts[r] : 1;
+    agd[r] = (int)agt;
+    agt += agc[r];
+  }
+  float *ags = malloc((size_t)agc[rank] * sizeof *ags), *agr = malloc((size_t)agt * sizeof *agr);
+  for (long i = 0; i < agc[rank]; ++i) ags[i] = (float)(rank * 3 + i % 5);
+#ifdef GCOLL_TRAFFIC_DEVICE
+  {
+    const size_t ab = (size_t)(blk * size) * sizeof(float);
+    float *d1 = to_device(a2s, ab), *d2 = to_device(a2r, ab);
+    MPI_Alltoall(d1, (int)blk, MPI_FLOAT, d2, (int)blk, MPI_FLOAT, MPI_COMM_WORLD);
+    CK(gpu_memcpy(a2r, d2, ab));
+    CK(gpu_free(d1, GPU_MEM_DEVICE));
+    CK(gpu_free(d2, GPU_MEM_DEVICE));
+    float *d3 = to_device(ags, (size_t)agc[rank] * sizeof(float)), *d4 = to_device(agr, (size_t)agt * sizeof(float));
+    MPI_Allgatherv(d3, agc[rank], MPI_FLOAT, d4, agc, agd, MPI_FLOAT, MPI_COMM_WORLD);
+    CK(gpu_memcpy(agr, d4, (size_t)agt * sizeof(float)));
+    CK(gpu_free(d3, GPU_MEM_DEVICE));
+    CK(gpu_free(d4, GPU_MEM_DEVICE));
+  }
+#else
+  MPI_Alltoall(a2s, (int)blk, MPI_FLOAT, a2r, (int)blk, MPI_FLOAT, MPI_COMM_WORLD);
+  MPI_Allgatherv(ags, agc[rank], MPI_FLOAT, agr, agc, agd, MPI_FLOAT, MPI_COMM_WORLD);
+#endif
+  for (long i = 0; i < blk * size; ++i) bad += a2r[i] != (float)((i / blk) * 1000 + rank * 10 + (rank * blk + i % blk) % 7);
+  for (int r = 0; r < size; ++r)
+    for (long i = 0; i < agc[r]; ++i) bad += agr[agd[r] + i] != (float)(r * 3 + i % 5);
+  free(a2s);
+  free(a2r);
+  free(agc);
+  free(agd);
+  free(ags);
+  free(agr);
   free(counts);
   long total = 0;
   PMPI_Reduce(&bad, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -21,11 +21,13 @@ with -x; when the program prints "SKIPPED" and exits 77, so does this script.
 --env VAR=VALUE (repeatable, e.g. GCOLL_DEVICE_NET=pipelined): passed on with -x.
 
 Checks, in both cases: the program exits 0 (it checks its own results); for allreduce,
-bcast, allgather, reduce and reduce_scatter, engine == calls == NODES x LOCAL (every call, host or device,
+bcast, allgather, reduce, reduce_scatter, alltoall and allgatherv, engine == calls ==
+NODES x LOCAL (every call, host or device,
 counted as an engine call, none staged or passed through); ALGORITHM if given; then
 the MODE bound above on the allreduce, and on the reduce and the reduce_scatter
 (large: inter-node bytes of all ranks <= (N-1) x S; small: steps <= ceil(log2 N) and
-N - 1). Prints each collective's counts and one line
+N - 1), the alltoall (large: P x (P-L) blocks; small: N - 1 steps) and the allgatherv
+(large: (N-1) x the blocks' bytes; small: ceil(log2 N) steps). Prints each collective's counts and one line
 with the bound, then PASS or FAIL.
 """
 import argparse, json, math, os, re, shlex, signal, subprocess, sys, tempfile
@@ -118,7 +120,7 @@ with tempfile.TemporaryDirectory() as d:
     everything = json.load(open(stats))
 ar = everything["allreduce"]
 bad = []
-for coll in ("allreduce", "bcast", "allgather", "reduce", "reduce_scatter"):
+for coll in ("allreduce", "bcast", "allgather", "reduce", "reduce_scatter", "alltoall", "allgatherv"):
     c = everything[coll]
     print("%s: calls=%s engine=%s staged=%s passthrough=%s errors=%s" % (
         coll, c.get("calls"), c.get("engine"), c.get("staged"), c.get("passthrough"), c.get("errors")))
@@ -147,6 +149,20 @@ if a.mode == "large":
         print("N=%d L=%d S=%d %s %s: inter-node bytes in all %d, bound (N-1) x S = %d"
               % (N, L, S, where, coll, got, cb))
         ok = ok and got <= cb
+    # alltoall @hier: every block to another node's rank crosses once: P x (P - L) blocks
+    # of max(1, COUNT / P) floats. allgatherv @ring: every rail carries its pieces to the
+    # N - 1 other nodes: (N - 1) x the blocks' bytes (traffic.c's uneven blocks).
+    n = S // 4
+    blk = max(1, n // P)
+    shares = P * (P + 1) // 2
+    counts = [n // shares * (r + 1) for r in range(P)]
+    counts[-1] += n - sum(counts)
+    agt = sum(max(1, c) for c in counts) * 4
+    for coll, cb, what in (("alltoall", P * (P - L) * blk * 4, "P x (P-L) x block"),
+                           ("allgatherv", (N - 1) * agt, "(N-1) x all blocks")):
+        got = everything[coll]["inter_node_bytes"]
+        print("N=%d L=%d S=%d %s %s: inter-node bytes in all %d, bound %s = %d" % (N, L, S, where, coll, got, what, cb))
+        ok = ok and got <= cb
 else:
     steps = ar["inter_node_steps_max"]
     bound = math.ceil(math.log2(N)) + 2 if N > 1 else 0
@@ -155,7 +171,9 @@ else:
     ok = steps <= bound
     # One chunk: a binomial reduce (ceil(log2 N) rounds at the root), a ring
     # reduce-scatter (N - 1 rounds).
-    for coll, cb in (("reduce", math.ceil(math.log2(N)) if N > 1 else 0), ("reduce_scatter", N - 1)):
+    # alltoall: N - 1 pairwise steps; allgatherv (small: @bruck): ceil(log2 N).
+    lg = math.ceil(math.log2(N)) if N > 1 else 0
+    for coll, cb in (("reduce", lg), ("reduce_scatter", N - 1), ("alltoall", N - 1), ("allgatherv", lg)):
         got = everything[coll]["inter_node_steps_max"]
         print("N=%d L=%d S=%d %s %s: inter-node steps %d, bound %d" % (N, L, S, where, coll, got, cb))
         ok = ok and got <= cb

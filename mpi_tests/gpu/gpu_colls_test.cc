@@ -1,7 +1,9 @@
-// gcoll_gpu_colls_test: the collectives gcoll has no engine algorithm for (MPI_Reduce,
-// MPI_Reduce_scatter, MPI_Gather, MPI_Scatter, MPI_Alltoall, MPI_Allgatherv, MPI_Gatherv,
-// MPI_Scatterv, ../coll_cases.h) on device buffers: staged (copied to pinned host memory,
-// given to the MPI, copied back), each call compared with PMPI_* on HOST copies of the
+// gcoll_gpu_colls_test: the collectives of issue 23 (MPI_Reduce, MPI_Reduce_scatter,
+// MPI_Gather, MPI_Scatter, MPI_Alltoall, MPI_Allgatherv, MPI_Gatherv, MPI_Scatterv,
+// ../coll_cases.h) on device buffers: through the engine where it has an algorithm
+// (reduce, reduce_scatter, alltoall, allgatherv: @direct on one node, @hier / @ring /
+// @bruck on the banks and across virtual nodes), else staged (copied to pinned host
+// memory, given to the MPI, copied back), each call compared with PMPI_* on HOST copies of the
 // same inputs, the whole receive allocation byte for byte (gpu_util.h: dev_check_case),
 // so a byte the MPI does not write (gaps between a v-form's blocks, holes, a non-root's
 // buffer, the root's own block in place) must stay as it was. On the emulated GPU device

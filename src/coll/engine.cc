@@ -27,6 +27,21 @@ namespace {
 // unless UCX_RNDV_THRESH is lowered below this).
 constexpr std::size_t kRendezvousMinBytes = 1024;
 
+// At least the largest message one rank sends on its rail in call `a` (rank-uniform),
+// against kRendezvousMinBytes: bytes() bounds it where a rail piece is part of the
+// message (allreduce, bcast, reduce, reduce_scatter, allgatherv: bytes() is the total);
+// an allgather's or reduce_scatter_block's piece holds up to a node's blocks (P), an
+// alltoall's up to P^2 blocks' chunks.
+std::size_t rail_message_bound(const CollArgs &a, int size) {
+  const std::size_t b = a.bytes(), p = static_cast<std::size_t>(size);
+  switch (a.coll) {
+    case Coll::Alltoall: return std::min(b, kRendezvousMinBytes) * p * p;
+    case Coll::Allgather:
+    case Coll::Reduce_scatter_block: return std::min(b, kRendezvousMinBytes) * p;
+    default: return b;
+  }
+}
+
 // The stats' counter of a device topology class (base/stats.h).
 Counter topo_counter(topo::TopoClass c) {
   return static_cast<Counter>(static_cast<int>(Counter::TopoOneGpu) + static_cast<int>(c));
@@ -320,10 +335,7 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
     // progresses UCX while it waits, as the barrier below does.
     hidden_mpi_call();
     st = ucx::progress_agree(comm, st, timeout_s);
-  } else if (ok(st) && rail &&
-             std::min(a.bytes(), kRendezvousMinBytes) *
-                     (a.coll == Coll::Alltoall ? static_cast<std::size_t>(topo.size) * topo.size : 1) >=
-                 kRendezvousMinBytes) {  // alltoall: a rail piece holds up to P^2 blocks' chunks
+  } else if (ok(st) && rail && rail_message_bound(a, topo.size) >= kRendezvousMinBytes) {
     hidden_mpi_call();
     st = ucx::progress_barrier(topo.rail_comm, timeout_s);
   }
