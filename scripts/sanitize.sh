@@ -3,7 +3,8 @@
 # build-asan/ (or $GCOLL_BUILD_ASAN) with -fsanitize=address,undefined and runs the unit
 # tests (the emulated GPU, the rails with threads as ranks, the staged channel) and an
 # MPI subset on 4 ranks: the engine on one node and on 2 virtual nodes (UCX between
-# them), bad input, threads, the small soak, the container limits; then the device path
+# them; issue 23's collectives there too), bad input, threads, the small soak, the
+# container limits; then the device path
 # on the emulated GPU (GCOLL_CUDA=emulate: the GPU tests of mpi_tests/gpu are built
 # without CUDA on the emulation alone): gcoll_gpu_mpi_test on one node (the fused
 # one-shot and the banks) and on 2 virtual nodes pipelined and direct, each with a part
@@ -48,7 +49,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd "$asan_build"
 ctest --output-on-failure -L unit -j "$(nproc)"
 subset='^(mpi\.(allreduce|bcast|allgather|comms)\.(engine|vnodes2)\.np4|mpi\.errors\.(default|engine|vnodes2)\.np4'
-subset+='|engine\.threads\..*|engine\.limits\..*|engine\.traffic\.(small|large)\.n2xl2)$'
+subset+='|mpi\.gather_reduce\.vnodes2\.np4|engine\.threads\..*|engine\.limits\..*|engine\.traffic\.(small|large)\.n2xl2)$'
 ctest --output-on-failure -R "$subset" -j 1
 # The soak's mix, without its memory check: ASan's quarantine holds freed memory (up to
 # 256 MiB), so the resident set grows by design here.
@@ -80,7 +81,7 @@ gpu_mpi gpu.mpi.vnodes2.pipelined.np4 "$across" GCOLL_RANKS_PER_NODE=2 GCOLL_DEV
 gpu_mpi gpu.mpi.vnodes2.direct.np4 "$across" GCOLL_RANKS_PER_NODE=2 GCOLL_DEVICE_NET=direct GCOLL_DEVICE_NET_CHUNK=64K
 # Whole GPU tests (gpu_or_skip.sh finds no GPU in this build and runs them on the emulated one).
 gpu_subset='^gpu\.(threads\..*|memkind\.np4|fused\.np4|stats\.staged\.np4|traffic\.large\.pipelined\.n2xl2'
-gpu_subset+='|traffic\.small\.direct\.n2xl2)$'
+gpu_subset+='|traffic\.small\.direct\.n2xl2|colls\.vnodes2\.pipelined\.np4)$'
 ctest --output-on-failure -R "$gpu_subset" -j 1
 # The soak's mix on device buffers too (and host and device ranks in one call), the
 # engine on both, communicators created and freed every 100 calls, device buffers

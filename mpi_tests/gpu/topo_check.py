@@ -160,7 +160,8 @@ def main(argv):
             if not used or not set(used) <= allowed:
                 failures.append("%s: algorithms used %s, expected only %s" % (coll, used, sorted(allowed)))
         print("topo_check: stats: library %s" % json.dumps(lib))
-        for coll in ("allreduce", "bcast", "allgather", "reduce_scatter_block"):
+        for coll in ("allreduce", "bcast", "allgather", "reduce_scatter_block", "reduce", "reduce_scatter",
+                     "alltoall", "allgatherv"):
             if coll in stats:
                 e = stats[coll]
                 print("topo_check: %s: engine %d staged %d algorithms %s" % (

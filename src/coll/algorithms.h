@@ -90,7 +90,9 @@ struct RedPlan {
 Status node_rail_reduce(CallContext &cx, const CollArgs &a, const RedPlan &p);
 Status reduce_hier(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_hier(CallContext &cx, const CollArgs &a);
-Status reduce_scatter_block_hier(CallContext &cx, const CollArgs &a);
+// Their shared part: blocks of block(r) elements for comm rank r (reduce_scatter_hier.cc).
+Status reduce_scatter_blocks(CallContext &cx, const CollArgs &a, const std::function<std::size_t(int)> &block);
+Status reduce_scatter_block_hier(CallContext &cx, const CollArgs &a);  // rsb_hier.cc
 // reduce_scatter @hier in place needs W = the input's order: every node's ranks
 // consecutive in the communicator, in local order (reduce_scatter_hier.cc).
 bool nodes_in_rank_order(const Topology &t);

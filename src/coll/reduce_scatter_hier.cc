@@ -4,7 +4,7 @@
 // nodes' ranges. CollArgs::counts: elements of each rank's block (the same array on every
 // rank, as MPI requires). In place only where W is the input's own order
 // (nodes_in_rank_order; registry.cc). reduce_scatter_block @hier is the same with equal
-// blocks: half the bytes between nodes of @allreduce (rsb_allreduce.cc).
+// blocks (rsb_hier.cc).
 #include <functional>
 
 #include "coll/algorithms.h"
@@ -41,11 +41,6 @@ Status reduce_scatter_blocks(CallContext &cx, const CollArgs &a, const std::func
 
 Status reduce_scatter_hier(CallContext &cx, const CollArgs &a) {
   return reduce_scatter_blocks(cx, a, [&a](int r) { return static_cast<std::size_t>(a.counts[r]); });
-}
-
-// reduce_scatter_block @hier: the same with equal blocks (CollArgs::count elements each).
-Status reduce_scatter_block_hier(CallContext &cx, const CollArgs &a) {
-  return reduce_scatter_blocks(cx, a, [&a](int) { return a.count; });
 }
 
 }  // namespace gcoll
