@@ -1,5 +1,6 @@
 /* Collectives from several threads at once under MPI_THREAD_MULTIPLE (issue 15): each
- * thread runs its own loop of MPI_Allreduce, MPI_Bcast and MPI_Allgather on its own
+ * thread runs its own loop of MPI_Allreduce, MPI_Bcast, MPI_Allgather, MPI_Reduce and
+ * MPI_Alltoall (issue 23) on its own
  * communicator (a dup of MPI_COMM_WORLD, made in the main thread), with sizes from 0 to
  * 256 KiB, in place or not, and every result checked exactly (integer sums, known
  * values). Run preloaded with libgcoll.so: host buffers through the engine
@@ -86,7 +87,7 @@ static void *run(void *arg) {
   long bad = 0;
   for (int i = 0; i < iters; ++i) {
     const size_t n = counts[(i * 7 + t * 3) % 8];
-    const int coll = (i + t) % 3, inplace = (i / 3 + t) % 2;
+    const int coll = (i + t) % 5, inplace = (i / 5 + t) % 2;
     if (coll == 0) { /* allreduce SUM of (rank + i + t + k) */
       for (size_t k = 0; k < n; ++k) a.h[k] = rank + i + t + (int)(k % 1000);
       to_dev(&a, n * sizeof(int));
@@ -106,6 +107,34 @@ static void *run(void *arg) {
       bad += MPI_Bcast(a.p, (int)n, MPI_INT, root, comm) != MPI_SUCCESS;
       from_dev(&a, n * sizeof(int));
       for (size_t k = 0; k < n; ++k) bad += a.h[k] != (int)(k * 31 + i + t);
+    } else if (coll == 3) { /* reduce SUM of (rank + i + t + k) to root (i + t) % size */
+      const int root = (i + t) % size, ip = inplace && rank == root;
+      for (size_t k = 0; k < n; ++k) a.h[k] = rank + i + t + (int)(k % 1000);
+      to_dev(&a, n * sizeof(int));
+      int rc = ip ? MPI_Reduce(MPI_IN_PLACE, a.p, (int)n, MPI_INT, MPI_SUM, root, comm)
+                  : MPI_Reduce(a.p, b.p, (int)n, MPI_INT, MPI_SUM, root, comm);
+      bad += rc != MPI_SUCCESS;
+      if (rank == root) {
+        struct buf *r = ip ? &a : &b;
+        from_dev(r, n * sizeof(int));
+        for (size_t k = 0; k < n; ++k) {
+          const long expect = (long)size * (i + t + (int)(k % 1000)) + (long)size * (size - 1) / 2;
+          bad += r->h[k] != expect;
+        }
+      }
+    } else if (coll == 4) { /* alltoall of n / size + 1 ints per block */
+      const size_t m = n / (size_t)size + 1;
+      struct buf *in = inplace ? &b : &a;
+      for (int q = 0; q < size; ++q)
+        for (size_t k = 0; k < m; ++k) in->h[(size_t)q * m + k] = rank * 100000 + q * 1000 + (int)(k % 1000) + i;
+      to_dev(in, m * sizeof(int) * (size_t)size);
+      int rc = inplace ? MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b.p, (int)m, MPI_INT, comm)
+                       : MPI_Alltoall(a.p, (int)m, MPI_INT, b.p, (int)m, MPI_INT, comm);
+      bad += rc != MPI_SUCCESS;
+      from_dev(&b, m * sizeof(int) * (size_t)size);
+      for (int r = 0; r < size; ++r)
+        for (size_t k = 0; k < m; ++k)
+          bad += b.h[(size_t)r * m + k] != r * 100000 + rank * 1000 + (int)(k % 1000) + i;
     } else { /* allgather of n / size + 1 ints per rank */
       const size_t m = n / (size_t)size + 1;
       for (size_t k = 0; k < m * (size_t)size; ++k) b.h[k] = -1;
