@@ -94,7 +94,7 @@ CollCase reduction_case(Coll2 k, const TestComm &c, const TypeDesc &t, MPI_Op op
     std::vector<unsigned char> input(bytes);
     t.fill(input.data(), count, me, seed, op);
     r.recv = patterned(is_root ? bytes : 0);
-    if (in_place) memcpy(r.recv.data(), input.data(), bytes);
+    if (in_place && bytes) memcpy(r.recv.data(), input.data(), bytes);
     r.recv.resize(is_root ? bytes : 0);
     if (!in_place) r.send = input;
     r.send_used = !in_place;
@@ -172,7 +172,7 @@ CollCase movement_case(Coll2 k, const TestComm &c, const DataSpec &send, size_t 
       r.recv = pattern(is_root ? rblock * static_cast<size_t>(n) : 0);
       if (in_place) {
         const std::vector<unsigned char> own = filled(recv, count, seed);
-        memcpy(r.recv.data() + rblock * static_cast<size_t>(rank), own.data(), rblock);
+        if (rblock) memcpy(r.recv.data() + rblock * static_cast<size_t>(rank), own.data(), rblock);
       } else {
         r.send = filled(send, send_count, seed);
       }
@@ -222,7 +222,7 @@ CollCase movement_case(Coll2 k, const TestComm &c, const DataSpec &send, size_t 
         in_place = in_place && holds;
         r.recv = pattern(holds ? whole : 0);
         const std::vector<unsigned char> own = filled(recv, static_cast<size_t>(mine), seed);
-        if (in_place) memcpy(r.recv.data() + mine_at, own.data(), own.size());
+        if (in_place && !own.empty()) memcpy(r.recv.data() + mine_at, own.data(), own.size());
         else r.send = own;
         r.call = [=](const void *s, void *rv, bool ref) {
           const void *sb = in_place ? MPI_IN_PLACE : s;
@@ -262,7 +262,7 @@ bool check_case(const TestComm &c, const CollCase &k) {
   for (auto *v : {&ref_send, &got_send, &ref, &got}) {
     const size_t n = v->size();
     std::vector<unsigned char> g = patterned(n);
-    memcpy(g.data(), v->data(), n);
+    if (n) memcpy(g.data(), v->data(), n);  // (an empty vector's data() may be null)
     *v = g;
   }
   const int rc_ref = k.call(ref_send.data(), ref.data(), true);
