@@ -1,6 +1,6 @@
-// The collectives gcoll sees but has no engine algorithm for (MPI_Reduce, MPI_Gather,
-// MPI_Scatter, MPI_Alltoall, MPI_Reduce_scatter, MPI_Allgatherv, MPI_Gatherv,
-// MPI_Scatterv): one call of each as a case, shared by the host checks (check_case,
+// The collectives of issue 23 (MPI_Reduce, MPI_Gather, MPI_Scatter, MPI_Alltoall,
+// MPI_Reduce_scatter, MPI_Allgatherv, MPI_Gatherv, MPI_Scatterv; the engine has
+// algorithms for four of them): one call of each as a case, shared by the host checks (check_case,
 // gather_reduce_test.cc) and the device ones (gpu/gpu_util.h: dev_check_case).
 //
 // A case is this rank's initial send and receive buffers and the call on given buffers,
