@@ -43,13 +43,17 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedu
   // all node peers and put it on the network.
   const auto node_in = [&](std::size_t k) {
     const ChunkSlice p = at_chunk(k);
+    // Every rank takes the chunk's tag number, with a rail or not, so that the
+    // communicator's count stays the same on every rank (the device engine's topology may
+    // give a rank a rail that this one does not: coll/device_topo.h).
+    const Rail r = next_rail(cx);
     Status st = cx.space->publish(0, at(in, p.c0 * elem), p.cn * elem);
     if (ok(st)) st = cx.space->sync();
     if (!ok(st) || !t.has_rail()) return st;
     for (int q = 0; q < t.local_size; ++q) srcs[q] = at(cx.space->peer(q), p.so * elem);
     st = cx.space->reduce(a.dtype, a.op, slice[k % 2], srcs.data(), t.local_size, p.sn);
     if (ok(st) && net)
-      st = rail[k % 2].start(next_rail(cx), schedule, a.dtype, a.op, slice[k % 2], p.sn, elem, tmp[k % 2]);
+      st = rail[k % 2].start(r, schedule, a.dtype, a.op, slice[k % 2], p.sn, elem, tmp[k % 2]);
     return st;
   };
   // Node phase 2 of chunk k: rail ranks publish the finished slice; everyone collects

@@ -16,14 +16,16 @@
 //      parts and each rank copies the parts of its own result (reduce: the root only).
 // Bytes a rail rank sends between nodes per call: reduce: at most ceil(count / L_min)
 // elements (0 on the root's node); reduce_scatter: the elements of the other nodes' blocks
-// in its parts, about (total - my node's blocks) / L_min. Not pipelined: a chunk's network
-// phase does not overlap the next chunk's node phase (allreduce_hier.cc does).
+// in its parts, about (total - my node's blocks) / L_min. Pipelined as allreduce_hier.cc:
+// chunk k + 1's node phase runs while chunk k is on the network (its steps move on inside
+// the syncs' waits), then chunk k's step 3.
 //
 // In place: the chunk is published (copied into the bank) before any result of it is
 // written, and results only go to V positions at or before the W position being
 // processed where W = V (reduce; reduce_scatter whose nodes hold consecutive ranks in
 // order: registry.cc declines the other in-place calls).
 #include <algorithm>
+#include <functional>
 
 #include "coll/algorithms.h"
 #include "coll/rail.h"
@@ -35,13 +37,27 @@ Status node_rail_reduce(CallContext &cx, const CollArgs &a, const RedPlan &p) {
   const int L = t.min_local, N = t.num_nodes, me = t.local_rank;
   const std::size_t elem = a.elem, step = chunk_elems(cx, elem), cap = cx.space->capacity();
   const char *in = static_cast<const char *>(a.sendbuf ? a.sendbuf : a.recvbuf);
-  char *slice = cx.work, *tmp = cx.work + cap;
+  char *slice[2] = {cx.work, cx.work + cap};
+  char *tmp[2] = {cx.work + 2 * cap, cx.work + 3 * cap};
   const bool net = t.has_rail() && N > 1;
+  const std::size_t nchunks = (p.total + step - 1) / step;
+  RailAllreduce rail[2];
   std::vector<const void *> srcs(t.local_size);
-  std::vector<std::size_t> seg_off(N), seg_len(N);
-  for (std::size_t c0 = 0; c0 < p.total; c0 += step) {
-    const std::size_t c1 = std::min(p.total, c0 + step);
-    // 1. My chunk of W into my bank, piece by piece.
+  // Chunk k's layout of my slice: node x's part at seg_off[k % 2][x], seg_len[..][x] elements.
+  std::vector<std::size_t> seg_off[2] = {std::vector<std::size_t>(N), std::vector<std::size_t>(N)};
+  std::vector<std::size_t> seg_len[2] = {std::vector<std::size_t>(N), std::vector<std::size_t>(N)};
+  const auto chunk = [&](std::size_t k, std::size_t *c0, std::size_t *c1) {
+    *c0 = k * step;
+    *c1 = std::min(p.total, *c0 + step);
+  };
+  // 1. Chunk k inside the node, then onto the rail: my chunk of W into my bank, piece by
+  //    piece; my part of every node's range reduced from every node peer's bank into
+  //    slice[k % 2]; its rail steps started (they move on while later syncs wait).
+  const auto node_in = [&](std::size_t k) {
+    std::size_t c0, c1;
+    chunk(k, &c0, &c1);
+    // Every rank takes the chunk's tag number, with a rail or not (allreduce_hier.cc).
+    const Rail r = next_rail(cx);
     Status st = Status::Ok;
     for (const RedPiece &q : p.pieces) {
       const std::size_t lo = std::max(c0, q.w0), hi = std::min(c1, q.w0 + q.len);
@@ -51,42 +67,42 @@ Status node_rail_reduce(CallContext &cx, const CollArgs &a, const RedPlan &p) {
     const Status s1 = cx.space->sync();
     if (!ok(st)) return st;
     if (!ok(s1)) return s1;
-    // Node x's range in this chunk, [s0[x], s0[x] + sn[x]) of W; my part of it in my slice.
+    std::vector<std::size_t> &off = seg_off[k % 2], &len = seg_len[k % 2];
     std::size_t o = 0;
     for (int x = 0; x < N; ++x) {
       const std::size_t lo = std::max(c0, p.seg0[x]), hi = std::min(c1, p.seg0[x + 1]);
-      seg_off[x] = o;
-      seg_len[x] = 0;
+      off[x] = o;
+      len[x] = 0;
       if (lo >= hi || !t.has_rail()) continue;
       std::size_t po, pn;
       part_range(hi - lo, L, me, &po, &pn);
-      seg_len[x] = pn;
+      len[x] = pn;
       o += pn;
       if (!pn) continue;
       for (int q = 0; q < t.local_size; ++q) srcs[q] = at(cx.space->peer(q), (lo - c0 + po) * elem);
-      st = cx.space->reduce(a.dtype, a.op, at(slice, seg_off[x] * elem), srcs.data(), t.local_size, pn);
+      st = cx.space->reduce(a.dtype, a.op, at(slice[k % 2], off[x] * elem), srcs.data(), t.local_size, pn);
       if (!ok(st)) return st;
     }
+    if (!net) return Status::Ok;
     // 2. Along the rail.
-    if (net) {
-      std::vector<RailStep> steps;
-      if (p.root_node >= 0)
-        steps_binomial_reduce(N, t.node, p.root_node, seg_len[p.root_node], elem, slice + seg_off[p.root_node] * elem,
-                              tmp, &steps);
-      else
-        steps_ring_reduce_scatter(N, t.node, seg_off, seg_len, elem, slice, tmp, &steps);
-      RailAllreduce r;
-      st = r.start_steps(next_rail(cx), a.dtype, a.op, std::move(steps));
-      if (ok(st)) st = r.finish();
-      if (!ok(st)) {
-        r.abandon();
-        return st;
-      }
-    }
-    // 3. My node's range, if this chunk holds any: every rail rank's part through its bank.
+    std::vector<RailStep> steps;
+    if (p.root_node >= 0)
+      steps_binomial_reduce(N, t.node, p.root_node, len[p.root_node], elem, slice[k % 2] + off[p.root_node] * elem,
+                            tmp[k % 2], &steps);
+    else
+      steps_ring_reduce_scatter(N, t.node, off, len, elem, slice[k % 2], tmp[k % 2], &steps);
+    return rail[k % 2].start_steps(r, a.dtype, a.op, std::move(steps));
+  };
+  // 3. My node's range in chunk k, if it holds any: every rail rank's part through its
+  //    bank; each rank copies the pieces of its own result.
+  const auto node_out = [&](std::size_t k) {
+    std::size_t c0, c1;
+    chunk(k, &c0, &c1);
     const std::size_t lo = std::max(c0, p.seg0[t.node]), hi = std::min(c1, p.seg0[t.node + 1]);
-    if (lo >= hi) continue;
-    if (t.has_rail()) st = cx.space->publish(0, slice + seg_off[t.node] * elem, seg_len[t.node] * elem);
+    if (lo >= hi) return Status::Ok;
+    Status st = Status::Ok;
+    if (t.has_rail())
+      st = cx.space->publish(0, slice[k % 2] + seg_off[k % 2][t.node] * elem, seg_len[k % 2][t.node] * elem);
     const Status s2 = cx.space->sync();
     if (!ok(st)) return st;
     if (!ok(s2)) return s2;
@@ -102,8 +118,30 @@ Status node_rail_reduce(CallContext &cx, const CollArgs &a, const RedPlan &p) {
       }
       if (!ok(st)) return st;
     }
+    return Status::Ok;
+  };
+  // While a sync waits, move the chunk that is on the network along.
+  const auto overlap = [&](std::size_t k) {
+    if (!net || k >= nchunks) return std::function<Status()>();
+    return std::function<Status()>([&rail, k] {
+      bool done = false;
+      return rail[k % 2].advance(&done);
+    });
+  };
+  // Pipelined as allreduce_hier: chunk k + 1's node phase while chunk k is on the network,
+  // then chunk k's results; two slices in flight at most.
+  Status st = nchunks ? node_in(0) : Status::Ok;
+  for (std::size_t k = 0; ok(st) && k < nchunks; ++k) {
+    cx.space->while_waiting = overlap(k);
+    if (k + 1 < nchunks) st = node_in(k + 1);
+    if (ok(st) && net) st = rail[k % 2].finish();
+    cx.space->while_waiting = overlap(k + 1);
+    if (ok(st)) st = node_out(k);
   }
-  return Status::Ok;
+  cx.space->while_waiting = nullptr;
+  if (!ok(st))
+    for (auto &r : rail) r.abandon();
+  return st;
 }
 
 Status reduce_hier(CallContext &cx, const CollArgs &a) {
