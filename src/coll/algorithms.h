@@ -35,6 +35,14 @@ template <ScheduleBuilder kSchedule>
 Status allreduce_hier(CallContext &cx, const CollArgs &a) {
   return allreduce_hier(cx, a, kSchedule);
 }
+// The chunk pipeline of the hierarchical reductions (allreduce_hier.cc, reduce_hier.cc):
+// node_in(k) runs chunk k's node phase and starts its steps on rail[k % 2]; chunk k + 1's
+// node phase runs while chunk k is on the network (its steps move on inside the syncs'
+// waits), then node_out(k) places chunk k's results. rail: two of them, or nullptr where
+// this rank has no network phase. On failure both rails are abandoned.
+Status pipeline_chunks(CallContext &cx, std::size_t nchunks, RailAllreduce *rail,
+                       const std::function<Status(std::size_t)> &node_in,
+                       const std::function<Status(std::size_t)> &node_out);
 Status allreduce_twoshot(CallContext &cx, const CollArgs &a);
 Status bcast_binomial(CallContext &cx, const CollArgs &a);
 Status bcast_scatter_ag(CallContext &cx, const CollArgs &a);

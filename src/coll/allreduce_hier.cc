@@ -69,10 +69,16 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedu
     }
     return st;
   };
+  return pipeline_chunks(cx, nchunks, net ? rail : nullptr, node_in, node_out);
+}
+
+Status pipeline_chunks(CallContext &cx, std::size_t nchunks, RailAllreduce *rail,
+                       const std::function<Status(std::size_t)> &node_in,
+                       const std::function<Status(std::size_t)> &node_out) {
   // While a sync waits, move the chunk that is on the network along.
   const auto overlap = [&](std::size_t k) {
-    if (!net || k >= nchunks) return std::function<Status()>();
-    return std::function<Status()>([&rail, k] {
+    if (!rail || k >= nchunks) return std::function<Status()>();
+    return std::function<Status()>([rail, k] {
       bool done = false;
       return rail[k % 2].advance(&done);
     });
@@ -81,13 +87,13 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedu
   for (std::size_t k = 0; ok(st) && k < nchunks; ++k) {
     cx.space->while_waiting = overlap(k);
     if (k + 1 < nchunks) st = node_in(k + 1);
-    if (ok(st) && net) st = rail[k % 2].finish();
+    if (ok(st) && rail) st = rail[k % 2].finish();
     cx.space->while_waiting = overlap(k + 1);
     if (ok(st)) st = node_out(k);
   }
   cx.space->while_waiting = nullptr;
-  if (!ok(st))
-    for (auto &r : rail) r.abandon();
+  if (!ok(st) && rail)
+    for (int i = 0; i < 2; ++i) rail[i].abandon();
   return st;
 }
 

@@ -120,28 +120,9 @@ Status node_rail_reduce(CallContext &cx, const CollArgs &a, const RedPlan &p) {
     }
     return Status::Ok;
   };
-  // While a sync waits, move the chunk that is on the network along.
-  const auto overlap = [&](std::size_t k) {
-    if (!net || k >= nchunks) return std::function<Status()>();
-    return std::function<Status()>([&rail, k] {
-      bool done = false;
-      return rail[k % 2].advance(&done);
-    });
-  };
   // Pipelined as allreduce_hier: chunk k + 1's node phase while chunk k is on the network,
   // then chunk k's results; two slices in flight at most.
-  Status st = nchunks ? node_in(0) : Status::Ok;
-  for (std::size_t k = 0; ok(st) && k < nchunks; ++k) {
-    cx.space->while_waiting = overlap(k);
-    if (k + 1 < nchunks) st = node_in(k + 1);
-    if (ok(st) && net) st = rail[k % 2].finish();
-    cx.space->while_waiting = overlap(k + 1);
-    if (ok(st)) st = node_out(k);
-  }
-  cx.space->while_waiting = nullptr;
-  if (!ok(st))
-    for (auto &r : rail) r.abandon();
-  return st;
+  return pipeline_chunks(cx, nchunks, net ? rail : nullptr, node_in, node_out);
 }
 
 Status reduce_hier(CallContext &cx, const CollArgs &a) {
