@@ -8,7 +8,9 @@
 # Steps, in order of what they decide; each gets what is left of the budget, capped:
 #   build  scripts/gpu_validate.sh build, sm_90 only (GCOLL_GPU_CMAKE_ARGS)
 #   A      without MPS (time-sliced GPU): gpu.kernels, gpu.fused_kernels, the default
-#          suite at np 4, 2 x 2 virtual nodes pipelined, stats, osu -c
+#          suite at np 4, 2 x 2 virtual nodes pipelined, stats, osu -c; the process with
+#          and without gcoll where the real driver and NVML are loaded (invisible.*: host
+#          buffers; issue 28)
 #   B      with MPS (the script's own daemon): the fused one-shot's protocol (gpu.fused.*),
 #          the default suite (GCOLL_DEVICE_FUSED=auto: fused under MPS) at np 2, 4, 8,
 #          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
@@ -201,7 +203,7 @@ topo_step
 
 # ---- A: without MPS, the essentials ------------------------------------------------------------
 mps_off
-ctest_group A-nomps 90 '^gpu\.(kernels|fused_kernels|mpi\.default\.np4|mpi\.vnodes2\.pipelined\.np4|stats\.engine\.np4|osu\.allreduce\.np4)$'
+ctest_group A-nomps 100 '^(gpu\.(kernels|fused_kernels|mpi\.default\.np4|mpi\.vnodes2\.pipelined\.np4|stats\.engine\.np4|osu\.allreduce\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
 
 # ---- B: with MPS -------------------------------------------------------------------------------
 if mps_on; then

@@ -93,8 +93,10 @@ inline const Config &config() { return process_config().config; }
 // settings (which live only in the table above): UCX_MM_ERROR_HANDLING (a user's choice
 // wins over the one gcoll makes for its UCX context, src/net/context.cc), UCX_NET_DEVICES
 // (likewise: the user's choice of NIC wins over gcoll's rail NIC) and
-// OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc), and the
-// launchers' rank variables OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK (who prints the load
+// OMPI_MCA_mpi_yield_when_idle (Open MPI told that ranks share cores, base/wait.cc),
+// UCX_HANDLE_ERRORS, UCX_ERROR_SIGNALS, UCX_DEBUG_SIGNO and UCX_ASYNC_MODE (set: the user
+// asked UCX to handle signals, and gcoll keeps the handlers UCX installs, base/foreign.h),
+// the launchers' rank variables OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK (who prints the load
 // check's line before MPI_Init, pmpi/load_check.cc), and their local rank variables
 // OMPI_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID,
 // PMI_LOCAL_RANK (the emulated GPU's device, cuda/emulate_machine.cc).

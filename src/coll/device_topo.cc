@@ -208,7 +208,10 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
   MpiBootstrap node(host.node_comm);
   // Asked for a dump (GCOLL_TOPO_DUMP_FILE): detect now, even where the ranks share one
   // GPU and nothing below needs the node topology (found on an H100: no dump was written).
-  if (!c.topo_dump_file.empty()) (void)topo::node_topology();
+  // Given a file (GCOLL_TOPO_FILE): read it now too, so that a file that cannot be used
+  // is reported once for the job at the device engine's setup agreement (base/log.h:
+  // warn_shared), not by every rank when staging memory is placed later.
+  if (!c.topo_dump_file.empty() || !c.topo_file.empty()) (void)topo::node_topology();
   // 1. The ranks' GPUs.
   char bus[kBusBytes] = {};
   {
@@ -301,14 +304,17 @@ std::string rail_net_device() {
   const int nic = topo::choose_nics(t, all)[g];
   if (nic < 0) return "";
   const std::string name = topo::ucx_device_name(t.nics[nic]);
-  if (topo::nic_path(t, g, nic) == topo::PathClass::Sys) {
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true))
-      GCOLL_WARN("GPU %s: its nearest NIC (%s) is across the socket (SYS): traffic between nodes crosses the CPUs' "
-                 "interconnect; UCX_NET_DEVICES chooses another",
-                 t.gpus[g].bus_id.c_str(), t.nics[nic].name.c_str());
-  }
+  const bool sys = topo::nic_path(t, g, nic) == topo::PathClass::Sys;
+  static std::atomic<bool> warned{false};
+  // Where the NIC is given to UCX, a warning worth acting on (once per job: log.h); on the
+  // emulated GPU, where it is not, information.
+  if (sys && !config().cuda_emulate && !warned.exchange(true))
+    warn_shared(SharedWarning::NicAcrossSocket,
+                "GPU %s: its nearest NIC (%s) is across the socket (SYS): traffic between nodes crosses the CPUs' "
+                "interconnect; UCX_NET_DEVICES chooses another",
+                t.gpus[g].bus_id.c_str(), t.nics[nic].name.c_str());
   if (config().cuda_emulate) {
+    if (sys) GCOLL_INFO("rail NIC of GPU %s: %s is across the socket (SYS)", t.gpus[g].bus_id.c_str(), name.c_str());
     GCOLL_INFO("rail NIC of GPU %s: %s (the emulated GPU's topology file: not applied to UCX)", t.gpus[g].bus_id.c_str(),
                name.c_str());
     return "";

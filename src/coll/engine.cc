@@ -3,9 +3,12 @@
 // its completion protocol included. src/pmpi sees only these two and the algorithm table.
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -50,6 +53,79 @@ Counter topo_counter(topo::TopoClass c) {
 // engine_set_concurrent_threads (engine.h).
 std::atomic<bool> g_concurrent_threads{true};
 
+// What remains of an engine retired by ~EngineSlot (engine.h) until its rail peers let go
+// of it: the closing barrier on each of its rail communicators, and those communicators
+// (freed when the barrier has completed). The rest of the engine went at once: what a peer
+// may still need of this rank is its UCX worker and endpoints, which are the process's.
+struct Retired {
+  std::vector<MPI_Request> barriers;
+  std::vector<MPI_Comm> comms;
+};
+std::mutex g_retired_mu;
+std::vector<Retired> g_retired;
+
+void free_comms(Retired &r) {
+  for (MPI_Comm &c : r.comms) PMPI_Comm_free(&c);
+  r.comms.clear();
+}
+
+// Frees what remains of the retired engines whose closing barriers completed (MPI requests
+// tested, no wait).
+void reap_retired() {
+  std::lock_guard<std::mutex> lk(g_retired_mu);
+  for (std::size_t i = 0; i < g_retired.size();) {
+    Retired &r = g_retired[i];
+    int flag = 0;
+    if (PMPI_Testall(static_cast<int>(r.barriers.size()), r.barriers.data(), &flag, MPI_STATUSES_IGNORE) !=
+        MPI_SUCCESS)
+      flag = 1;  // (the MPI reported the failure; nothing left to wait for)
+    if (flag) {
+      free_comms(r);
+      g_retired.erase(g_retired.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+// MPI_Finalize: every retired engine's barriers to completion, progressing UCX (a peer
+// may need this rank's progress to finish its part), before the transport goes.
+void wait_retired() {
+  std::vector<Retired> all;
+  {
+    std::lock_guard<std::mutex> lk(g_retired_mu);
+    all.swap(g_retired);
+  }
+  std::vector<MPI_Request> reqs;
+  for (Retired &r : all) reqs.insert(reqs.end(), r.barriers.begin(), r.barriers.end());
+  if (!reqs.empty() &&
+      ucx::progress_wait_all(reqs.data(), static_cast<int>(reqs.size()), config().timeout_s,
+                             "the closing barrier of a communicator's rails (MPI_Finalize)") != Status::Ok) {
+    GCOLL_WARN("a rail peer did not reach MPI_Finalize within GCOLL_TIMEOUT; gcoll's transport closes anyway");
+    return;  // (the communicators stay: a pending barrier still uses them)
+  }
+  for (Retired &r : all) free_comms(r);
+}
+
+// The engine's setup agreements: v[i] becomes the largest of every rank's v[i] (as
+// Bootstrap::max), and, in the same exchange, the warnings the ranks held back (base/log.h:
+// warn_shared) are printed once each, by the lowest rank that holds it.
+Status agree_setup(MpiBootstrap &boot, long long *v, int n) {
+  const int size = boot.size(), w = n + 1;
+  std::vector<long long> mine(v, v + n), all(static_cast<std::size_t>(w) * static_cast<std::size_t>(size));
+  mine.push_back(static_cast<long long>(shared_warnings_pending()));
+  const Status st = boot.allgather(mine.data(), sizeof(long long) * static_cast<std::size_t>(w), all.data());
+  if (!ok(st)) return st;
+  std::vector<std::uint32_t> masks(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const long long *row = all.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(w);
+    for (int i = 0; i < n; ++i) v[i] = r == 0 ? row[i] : std::max(v[i], row[i]);
+    masks[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(row[n]);
+  }
+  shared_warnings_report(masks.data(), size, boot.rank());
+  return Status::Ok;
+}
+
 // One MPI call the engine makes on its own on the application's communicator (stats:
 // hidden_mpi_calls).
 void hidden_mpi_call() { process_stats().count(Counter::HiddenMpi); }
@@ -92,7 +168,37 @@ Status build(MPI_Comm comm, const EngineSettings &s, std::unique_ptr<Engine> *ou
 }  // namespace
 
 EngineSlot::EngineSlot() = default;
-EngineSlot::~EngineSlot() = default;
+
+EngineSlot::~EngineSlot() {
+  if (!engine_) return;
+  int finalized = 0;
+  PMPI_Finalized(&finalized);
+  if (finalized) return;  // (engine_ goes now: nothing can be waited for after MPI_Finalize)
+  // The rails this rank talks over: the host rail, and the device engine's rail between
+  // islands (its device rail is a view of one of these groups). Every member of a rail
+  // communicator has the same engine, and retires it when it frees the communicator.
+  Engine &e = *engine_;
+  MPI_Comm *rails[2] = {e.rail ? &e.topo.rail_comm : nullptr,
+                        e.island_rail && e.island_topo ? &e.island_topo->rail_comm : nullptr};
+  Retired r;
+  for (MPI_Comm *c : rails) {
+    if (c == nullptr || *c == MPI_COMM_NULL) continue;
+    MPI_Request q = MPI_REQUEST_NULL;
+    if (PMPI_Ibarrier(*c, &q) != MPI_SUCCESS) continue;
+    r.barriers.push_back(q);
+    r.comms.push_back(*c);
+    *c = MPI_COMM_NULL;  // the retired engine's now (the topology does not free it)
+  }
+  if (r.barriers.empty()) return;  // no rail: no peer can need this rank's transport
+  GCOLL_TRACE("engine of communicator #%llu retired until its rail peers let go of it",
+              static_cast<unsigned long long>(e.id));
+  {
+    std::lock_guard<std::mutex> lk(g_retired_mu);
+    g_retired.push_back(std::move(r));
+  }
+  engine_.reset();
+  reap_retired();
+}
 
 Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, const EngineSettings &s, Engine **out) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
@@ -103,6 +209,7 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, const Engine
     return Status::Ok;
   }
   // First engine call on this communicator (the same call on every rank).
+  reap_retired();  // engines of freed communicators whose rail peers are done with them
   if (inter) {  // rank-uniform: every rank sees the same kind of communicator
     state_ = State::Unavailable;
     return Status::NotSupported;
@@ -116,13 +223,15 @@ Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, const Engine
   std::unique_ptr<Engine> e;
   const Status st = without_exceptions("engine setup", [&] { return build(comm, s, &e); });
   // Every rank's outcome: any failure sends the communicator to the MPI on every rank.
+  // (ErrNoMem: said already, by what could not be had, once per node. The others: once
+  // for the ranks that failed alike, at the agreement.)
+  if (!ok(st) && st != Status::ErrNoMem)
+    warn_shared(SharedWarning::EngineSetup, "engine setup failed (%s); this communicator uses the MPI's collectives",
+                status_name(st));
   MpiBootstrap boot(comm);
   long long failed = ok(st) ? 0 : 1;
-  if (!ok(boot.max(&failed, 1))) return Status::ErrComm;
+  if (!ok(agree_setup(boot, &failed, 1))) return Status::ErrComm;
   if (failed) {
-    // (ErrNoMem: said already, by what could not be had, once per node)
-    if (!ok(st) && st != Status::ErrNoMem)
-      GCOLL_WARN("engine setup failed (%s); this communicator uses the MPI's collectives", status_name(st));
     state_ = State::Unavailable;
     return Status::NotSupported;
   }
@@ -227,13 +336,14 @@ Status Engine::create_device_space(int gpu) {
     direct_ok = device_net_vote(&why) ? 1 : 0;
   }
   // The minimum of each (as the maximum of the negated): set up everywhere, direct everywhere.
+  if (!ok(st) && st != Status::NotSupported)
+    warn_shared(SharedWarning::DeviceEngineSetup,
+                "device engine setup failed (%s); device buffers on this communicator are staged", status_name(st));
   long long neg[2] = {ok(st) ? -1 : 0, -direct_ok};
   MpiBootstrap boot(comm);
-  if (!ok(boot.max(neg, 2))) return Status::ErrComm;
+  if (!ok(agree_setup(boot, neg, 2))) return Status::ErrComm;
   const int v[2] = {static_cast<int>(-neg[0]), static_cast<int>(-neg[1])};
   if (!v[0]) {
-    if (!ok(st) && st != Status::NotSupported)
-      GCOLL_WARN("device engine setup failed (%s); device buffers on this communicator are staged", status_name(st));
     device_space.reset();
     return Status::NotSupported;
   }
@@ -364,7 +474,13 @@ Engine::~Engine() {
   island_rail.reset();
 }
 
-void engine_shutdown() { ucx::finalize(); }
+void engine_shutdown() {
+  wait_retired();
+  ucx::finalize();
+  // The emulated GPU's stream workers end (the streams stay, for an application that uses
+  // its default stream after MPI_Finalize): no thread of gcoll's outlives MPI_Finalize.
+  if (config().cuda_emulate) cuda::emu::park_threads();
+}
 
 void engine_set_concurrent_threads(bool concurrent) { g_concurrent_threads.store(concurrent); }
 

@@ -173,6 +173,14 @@ struct EngineSettings {
 class EngineSlot {
  public:
   EngineSlot();
+  // (MPI_Comm_free, MPI_Finalize.) An engine with rails is retired: a rail peer may still
+  // be inside the communicator's last collective, waiting for what this rank already sent,
+  // and connect to this rank's UCX to receive it. A nonblocking barrier on each of its rail
+  // communicators is posted, and the engine goes; the barrier and its communicator remain
+  // until it completes (every rail peer has let go too): tested when another engine is
+  // set up or retired, and waited for in MPI_Finalize before the transport goes
+  // (engine_shutdown). Nonblocking, so that communicators freed in any order never wait
+  // on one another.
   ~EngineSlot();
   EngineSlot(const EngineSlot &) = delete;
   EngineSlot &operator=(const EngineSlot &) = delete;
@@ -191,7 +199,9 @@ class EngineSlot {
   std::unique_ptr<Engine> engine_;
 };
 
-// Inside MPI_Finalize, after every communicator's engine is gone: the transport.
+// Inside MPI_Finalize, after every communicator's engine is gone: waits for the retired
+// engines' closing barriers (~EngineSlot; progressing UCX, as long as GCOLL_TIMEOUT
+// allows), destroys them, then the transport.
 void engine_shutdown();
 
 // Whether several threads may call into the engine at once (MPI_THREAD_MULTIPLE; told

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <cerrno>
 #include <cstdint>
 
 #include "base/log.h"
@@ -46,6 +47,9 @@ LocalMemory packed_memory(const LocalMemory &lm, bool packed_send, bool packed_r
 //      staged path (device buffers), each rank by its own buffers; any other engine
 //      error goes to the error handler;
 //   4. count the call.
+// errno: a call gcoll runs itself (engine, staged) leaves it as the application had it; a
+// call handed to the MPI reaches the MPI with the application's errno, and returns with
+// whatever the MPI leaves (as without gcoll).
 // `mpi` runs the PMPI_* call, `staged` the staged path (given which buffers are device
 // memory); `bytes(predefined)` gives the result size after success (`predefined`: the
 // engine mapped the datatype, a predefined one); `raise_error(status, why)` reports an
@@ -56,6 +60,7 @@ template <class Prepare, class Mpi, class Staged, class Bytes, class Fail>
 inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepare &&prepare, Mpi &&mpi,
                      Staged &&staged, Bytes &&bytes, Fail &&raise_error) {
   Stats &stats = process_stats();
+  const int app_errno = errno;
   // The team's first call agrees whether any of its ranks can hold device memory at all,
   // and the settings that must be equal on every rank.
   if (cs && cs->gpu < 0) agree_once(cs);
@@ -67,6 +72,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   // The common case, kept short: nobody here can pass device memory and host buffers go
   // to the MPI.
   if (!host_engine && (cs ? cs->gpu == 0 : !device_memory_possible())) {
+    errno = app_errno;
     const int rc = mpi();
     if (rc != MPI_SUCCESS) {
       stats.record(coll, Path::Error, 0);
@@ -151,6 +157,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     if (ok(st)) {
       stats.record(coll, Path::Engine, bytes(true));
       stats.record_engine(coll, rec);
+      errno = app_errno;
       return MPI_SUCCESS;
     }
     if (st != Status::NotSupported) {
@@ -169,6 +176,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     }
     rc = r.mpi_rc;
   } else {
+    errno = app_errno;
     rc = mpi();
   }
   if (rc != MPI_SUCCESS) {
@@ -178,6 +186,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   const std::uint64_t b = bytes(in.engine_supports);
   stats.record(coll, path, b);
   GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(path));
+  if (path == Path::Staged) errno = app_errno;
   return rc;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/foreign.h"
 #include "base/log.h"
 #include "cuda/device.h"
 #include "cuda/vm_hooks.h"
@@ -172,6 +173,9 @@ class RealDriver final : public Driver {
       GCOLL_INFO("CUDA: off (GCOLL_CUDA=off): every buffer is host memory");
       return false;
     }
+    // Loading and initialising the driver leaves the process as it found it (base/foreign.h;
+    // the driver's own threads excepted: they are the driver's, and end with the process).
+    ForeignScope scope;
     CuInit init = nullptr;
     CuDeviceGetCount count = nullptr;
     if (!lookup("cuInit", &init) || !lookup("cuDeviceGetCount", &count) ||

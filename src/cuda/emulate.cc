@@ -84,6 +84,8 @@ int device_synchronize() {
   return GCOLL_EMU_OK;
 }
 
+void park_threads() { state().park_all(); }
+
 int pointer_kind(const void *p) {
   std::uintptr_t base = 0;
   Range r;

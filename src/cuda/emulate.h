@@ -66,6 +66,9 @@ int memcpy(void *dst, const void *src, std::size_t bytes);
 int memset(void *p, int value, std::size_t bytes);
 // Waits for every stream of the process, the legacy default stream included.
 int device_synchronize();
+// Ends every stream's worker thread once its queue has run; a stream used again gets one
+// again (MPI_Finalize: no thread of gcoll's is left behind, coll/engine.cc).
+void park_threads();
 // The kind of the allocation that contains p (an IPC mapping counts as DEVICE), or -1.
 int pointer_kind(const void *p);
 // The device of the device allocation (or IPC mapping) that contains p, or -1.

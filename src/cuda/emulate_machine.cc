@@ -69,8 +69,9 @@ Machine *load() {
         m->uuids.push_back(uuid_of(m->bus_ids.back()));
       }
     } else {
-      GCOLL_WARN("emulated GPU: cannot use the topology file %s (GCOLL_TOPO_FILE): %s; emulating one GPU",
-                 path.c_str(), error.c_str());
+      warn_shared(SharedWarning::EmuTopoFile,
+                  "emulated GPU: cannot use the topology file %s (GCOLL_TOPO_FILE): %s; emulating one GPU",
+                  path.c_str(), error.c_str());
     }
   }
   if (!m->from_file) {

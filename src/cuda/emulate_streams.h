@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <pthread.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -39,13 +41,8 @@ class EmuStream {
 
   // Starts the worker. False when no thread can be had.
   bool start() {
-    try {
-      worker_ = std::thread([this] { run(); });
-      return true;
-    } catch (const std::system_error &e) {
-      set_error("emulated GPU: cannot start a stream's thread: %s", e.what());
-      return false;
-    }
+    std::lock_guard<std::mutex> lk(m_);
+    return start_locked();
   }
 
   // Queues fn (which must not throw) to run after a random delay. False when out of memory.
@@ -55,6 +52,7 @@ class EmuStream {
       Op op{std::function<void()>(std::forward<F>(fn)), random_delay_us()};
       {
         std::lock_guard<std::mutex> lk(m_);
+        if (!running_ && !start_locked()) return false;  // parked (park()): a worker again
         queue_.push_back(std::move(op));
         ++queued_;
       }
@@ -80,7 +78,24 @@ class EmuStream {
       stopping_ = true;
     }
     work_cv_.notify_one();
+    if (worker_.joinable()) worker_.join();
+  }
+
+  // Runs what is queued and ends the worker, as stop(); but the stream stays: the next
+  // operation queued on it starts a worker again. (MPI_Finalize: no thread of gcoll's is
+  // left, while the application may still use its default stream afterwards.)
+  void park() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (!running_) return;
+      stopping_ = true;
+    }
+    work_cv_.notify_one();
     worker_.join();
+    std::lock_guard<std::mutex> lk(m_);
+    stopping_ = false;
+    running_ = false;
+    if (!queue_.empty()) start_locked();  // queued after the worker saw an empty queue
   }
 
   // A queued operation failed (called on the worker); the next synchronize or event query
@@ -94,7 +109,20 @@ class EmuStream {
     std::uint32_t delay_us;
   };
 
+  bool start_locked() {
+    try {
+      if (worker_.joinable()) worker_.join();  // a parked worker, ended
+      worker_ = std::thread([this] { run(); });
+      running_ = true;
+      return true;
+    } catch (const std::system_error &e) {
+      set_error("emulated GPU: cannot start a stream's thread: %s", e.what());
+      return false;
+    }
+  }
+
   void run() {
+    pthread_setname_np(pthread_self(), "gcoll-emu-strm");  // (what a thread listing shows)
     for (;;) {
       Op op;
       {
@@ -121,6 +149,7 @@ class EmuStream {
   std::deque<Op> queue_;
   std::uint64_t queued_ = 0, done_ = 0;
   bool stopping_ = false;
+  bool running_ = false;  // a worker runs (start_locked) and has not been parked
   std::atomic<bool> failed_{false};
   std::thread worker_;
 };
@@ -175,6 +204,12 @@ class State {
     std::lock_guard<std::mutex> lk(streams_mu_);
     if (!legacy_) legacy_ = create_locked();
     return legacy_;
+  }
+
+  // Every stream's worker ends once its queue has run (EmuStream::park); the streams stay.
+  void park_all() {
+    std::lock_guard<std::mutex> lk(streams_mu_);
+    for (const auto &s : streams_) s->park();
   }
 
   // cudaDeviceSynchronize. Holds the stream list so that no stream goes away meanwhile:

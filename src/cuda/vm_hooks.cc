@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "base/foreign.h"
+
 #if GCOLL_HAVE_UCM
 #include <ucm/api/ucm.h>
 #endif
@@ -27,7 +29,7 @@ struct UcmApi {
 // dlsym through libucs's handle finds libucm's symbols too (its dependency). The handle
 // is kept: the hooks stay installed for the life of the process.
 bool load_ucm(UcmApi *u, std::string *why) {
-  void *h = dlopen("libucs.so.0", RTLD_NOW | RTLD_LOCAL);
+  void *h = dlopen_foreign("libucs.so.0", RTLD_NOW | RTLD_LOCAL);  // (base/foreign.h: UCX's constructor)
   if (h == nullptr) {
     const char *e = dlerror();
     *why = std::string("libucs.so.0 cannot be loaded: ") + (e ? e : "?");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/foreign.h"
 #include "base/log.h"
 #include "base/wait.h"
 #include "net/ucx_internal.h"
@@ -114,13 +115,14 @@ Status init_locked(State &s) {
 
   std::string why;
   if (!load_api(&why)) {
-    GCOLL_WARN("ucx: %s: gcoll's transport between nodes is off (calls across nodes go to the MPI)", why.c_str());
+    warn_shared(SharedWarning::UcxSetup, "ucx: %s: gcoll's transport between nodes is off (calls across nodes go to the MPI)",
+                why.c_str());
     return Status::ErrTransport;
   }
   ucp_config_t *config = nullptr;
   ucs_status_t us = ucp_config_read(nullptr, nullptr, &config);
   if (us != UCS_OK) {
-    GCOLL_WARN("ucx: ucp_config_read failed: %s", ucs_status_string(us));
+    warn_shared(SharedWarning::UcxSetup, "ucx: ucp_config_read failed: %s", ucs_status_string(us));
     return Status::ErrTransport;
   }
   // UCP_ERR_HANDLING_MODE_PEER (see peer_entry) excludes transports that do not declare peer
@@ -184,7 +186,7 @@ Status init_locked(State &s) {
   ucp_config_release(config);
   if (us != UCS_OK) {
     s.context = nullptr;
-    GCOLL_WARN("ucx: ucp_init failed: %s", ucs_status_string(us));
+    warn_shared(SharedWarning::UcxSetup, "ucx: ucp_init failed: %s", ucs_status_string(us));
     return Status::ErrTransport;
   }
 
@@ -194,7 +196,7 @@ Status init_locked(State &s) {
   us = ucp_worker_create(s.context, &wp, &s.worker);
   if (us != UCS_OK) {
     s.worker = nullptr;
-    GCOLL_WARN("ucx: ucp_worker_create failed: %s", ucs_status_string(us));
+    warn_shared(SharedWarning::UcxSetup, "ucx: ucp_worker_create failed: %s", ucs_status_string(us));
     teardown_locked(s);
     return Status::ErrTransport;
   }
@@ -214,7 +216,7 @@ Status init_locked(State &s) {
   us = ucp_worker_get_address(s.worker, &s.address, &s.address_len);
   if (us != UCS_OK) {
     s.address = nullptr;
-    GCOLL_WARN("ucx: ucp_worker_get_address failed: %s", ucs_status_string(us));
+    warn_shared(SharedWarning::UcxSetup, "ucx: ucp_worker_get_address failed: %s", ucs_status_string(us));
     teardown_locked(s);
     return Status::ErrTransport;
   }
@@ -241,7 +243,13 @@ Status init(const Options &options) {
   s.peer_mode = options.peer_failure_detection;
   s.flush_owed = options.flush_owed_on_wait;
   s.net_devices = options.net_devices;
-  Status r = init_locked(s);
+  Status r;
+  {
+    // UCX's load, configuration and context leave the process as they found it
+    // (base/foreign.h): signal handlers, the alternate stack, strtok, the FP modes, errno.
+    ForeignScope scope(ucx_signals_requested() ? ForeignScope::Signals::Keep : ForeignScope::Signals::Restore);
+    r = init_locked(s);
+  }
   if (r != Status::Ok) {
     s.phase = Phase::Failed;
     s.init_status = r;
@@ -305,7 +313,10 @@ void finalize() {
     }
   }
   s.ready.store(false, std::memory_order_release);
-  teardown_locked(s);
+  {
+    ForeignScope scope(ucx_signals_requested() ? ForeignScope::Signals::Keep : ForeignScope::Signals::Restore);
+    teardown_locked(s);
+  }
   s.peers.clear();
   s.ids_in_use.reset();
   s.phase = Phase::Uninit;
@@ -326,12 +337,16 @@ unsigned progress() { return progress_once(); }
 namespace {
 
 // Polls r to completion, progressing the worker in between (base/wait.h between polls).
-Status progress_wait(MPI_Request *r, double timeout_s, const char *what) {
+Status progress_wait(MPI_Request *r, double timeout_s, const char *what) { return progress_wait_all(r, 1, timeout_s, what); }
+
+}  // namespace
+
+Status progress_wait_all(MPI_Request *reqs, int n, double timeout_s, const char *what) {
   const double t0 = now_s();
   WaitPolicy wp;  // base/wait.h (GCOLL_WAIT)
   for (;;) {
     int flag = 0;
-    if (PMPI_Test(r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return Status::ErrInternal;
+    if (PMPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return Status::ErrInternal;
     if (flag) return Status::Ok;
     if (progress_once() == 0) wp.pause();
     else wp.reset();
@@ -341,8 +356,6 @@ Status progress_wait(MPI_Request *r, double timeout_s, const char *what) {
     }
   }
 }
-
-}  // namespace
 
 Status progress_barrier(MPI_Comm comm, double timeout_s) {
   MPI_Request r = MPI_REQUEST_NULL;

@@ -101,6 +101,10 @@ Status progress_barrier(MPI_Comm comm, double timeout_s);
 // returns it where it is not Ok, else ErrInternal when another rank's was not (logged
 // once), else Ok (PMPI_Iallreduce, MPI_MIN, polled with the worker's progress).
 Status progress_agree(MPI_Comm comm, Status mine, double timeout_s);
+// Polls n MPI requests to completion together with the worker's progress (as
+// progress_barrier; `what` names them in the timeout's warning). Completed requests
+// become MPI_REQUEST_NULL; on ErrTransport the others are left as they are.
+Status progress_wait_all(MPI_Request *reqs, int n, double timeout_s, const char *what);
 
 class Group;
 

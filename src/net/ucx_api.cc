@@ -3,6 +3,8 @@
 
 #include "net/transport.h"
 
+#include "base/foreign.h"
+
 #include <dlfcn.h>
 
 #include <mutex>
@@ -17,7 +19,10 @@ std::string g_why;
 
 void load_once() {
   // RTLD_NOW: a missing symbol shows here, not at a first call deep in a collective.
-  void *h = dlopen("libucp.so.0", RTLD_NOW | RTLD_LOCAL);
+  // Loaded inside a ForeignScope (base/foreign.h): UCX's constructor installs signal
+  // handlers and an alternate signal stack, and tokenises with strtok, in the middle of the
+  // application's collective call; none of that may reach the application.
+  void *h = dlopen_foreign("libucp.so.0", RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char *e = dlerror();
     g_why = std::string("cannot load libucp.so.0: ") + (e ? e : "unknown error");

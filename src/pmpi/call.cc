@@ -82,7 +82,9 @@ int array_length(MPI_Comm comm, ArrayRanks which, int root) {
 }
 
 int finalize() {
+  const int app_errno = errno;
   no_throw("MPI_Finalize (stats)", [] { before_finalize(); });
+  errno = app_errno;  // the MPI's finalize then leaves what it leaves (gcoll's teardown: runtime.cc)
   return PMPI_Finalize();
 }
 

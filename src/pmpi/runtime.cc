@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -52,14 +53,17 @@ bool mpi_usable() {
 // else), while MPI still works: release everything gcoll holds.
 // MPI calls it: nothing may be thrown into it.
 int teardown(MPI_Comm, int, void *, void *) {
+  const int app_errno = errno;
   GCOLL_INFO("teardown in MPI_Finalize");
   const bool done = no_throw("teardown in MPI_Finalize", [] {
     release_all_comm_states();
     release_staging();
     release_pack_comm();
     engine_shutdown();
+    shared_warnings_flush();  // (base/log.h: what no engine setup reported)
   });
   detail::g_mode.store(static_cast<int>(Mode::Finalized), std::memory_order_release);
+  errno = app_errno;
   return done ? MPI_SUCCESS : MPI_ERR_INTERN;
 }
 
@@ -104,6 +108,7 @@ bool init_slow() {
   if (PMPI_Query_thread(&level) != MPI_SUCCESS) level = MPI_THREAD_MULTIPLE;  // (unknown: assume the worst)
   engine_set_concurrent_threads(level == MPI_THREAD_MULTIPLE);
   wait_set_progress_hook(mpi_progress);
+  log_defer_shared(true);  // warnings many ranks share: once per job (base/log.h)
   GCOLL_INFO("gcoll %s active", GCOLL_VERSION_STRING);
   g_mode.store(static_cast<int>(Mode::Active), std::memory_order_release);
   return true;

@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "base/foreign.h"
 #include "base/log.h"
 #include "cuda/device.h"
 #include "cuda/runtime.h"
@@ -210,6 +211,7 @@ class HwlocReader {
 };
 
 bool load_hwloc(const std::string *xml, NodeTopo *out, std::string *error) {
+  ForeignScope scope;  // hwloc's discovery leaves the process as it found it (base/foreign.h)
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) {
     *error = "hwloc_topology_init failed";
@@ -439,7 +441,8 @@ NodeTopo build_node_topology(const Config &c, std::string *source) {
       from_file = true;
       file.resize_pairs();
     } else {
-      GCOLL_WARN("GCOLL_TOPO_FILE %s: %s; detecting the topology instead", c.topo_file.c_str(), error.c_str());
+      warn_shared(SharedWarning::TopoFile, "GCOLL_TOPO_FILE %s: %s; detecting the topology instead",
+                  c.topo_file.c_str(), error.c_str());
       file = NodeTopo();
     }
   }

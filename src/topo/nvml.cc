@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 
+#include "base/foreign.h"
 #include "base/log.h"
 
 namespace gcoll {
@@ -35,7 +36,7 @@ void bind(void *lib, const char *sym, std::function<R(A...)> *f) {
 }
 
 const NvmlApi *load_real_nvml() {
-  void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *lib = dlopen_foreign("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     GCOLL_INFO("topology: no NVML (%s)", dlerror());
     return nullptr;
@@ -221,6 +222,7 @@ NvmlApi emulated_nvml(const NodeTopo &model) {
 
 bool fill_from_nvml(const NvmlApi &api, NodeTopo *t) {
   if (!api.device_by_bus_id) return false;
+  ForeignScope scope;  // NVML's calls leave the process as they found it (base/foreign.h)
   if (api.init && api.init() != nvml::kSuccess) {
     GCOLL_INFO("topology: %s did not initialise", api.name.c_str());
     return false;
