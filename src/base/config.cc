@@ -369,6 +369,8 @@ const char *foreign_env(const char *name) {
   static const char *const kKnown[] = {"UCX_MM_ERROR_HANDLING", "UCX_NET_DEVICES", "OMPI_MCA_mpi_yield_when_idle",
                                        // the user asked UCX to handle signals (base/foreign.h)
                                        "UCX_HANDLE_ERRORS", "UCX_ERROR_SIGNALS", "UCX_DEBUG_SIGNO", "UCX_ASYNC_MODE",
+                                       // the user chose where UCX logs (base/foreign.cc)
+                                       "UCX_LOG_FILE",
                                        // the launchers' rank, before MPI_Init (pmpi/load_check.cc)
                                        "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
                                        // the launchers' local rank: the emulated GPU's device

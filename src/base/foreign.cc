@@ -5,6 +5,8 @@
 #include <pthread.h>
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 #include "base/config.h"
@@ -108,6 +110,22 @@ bool ucx_signals_requested() {
 }
 
 namespace {
+
+// UCX's log handler (ucs/debug/log_def.h: ucs_log_func_t, stable since UCX 1.10), declared
+// here so that base needs no UCX header: its level is an enum (0 fatal, 1 error, 2 warn,
+// ...), its return 0 (UCS_LOG_FUNC_RC_STOP) ends the handler chain.
+int ucx_log_to_stderr(const char *file, unsigned line, const char *, int level, const void *, const char *fmt,
+                      va_list ap) {
+  static const char *const names[] = {"FATAL", "ERROR", "WARN", "DIAG", "INFO", "DEBUG", "TRACE"};
+  char msg[900];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  const char *base = std::strrchr(file, '/');
+  // (UCX filtered by its own level, UCX_LOG_LEVEL, before calling.)
+  log_write(level <= 2 ? LogLevel::Warn : LogLevel::Info, "UCX %s: %s (%s:%u)",
+            level >= 0 && level <= 6 ? names[level] : "TRACE", msg, base ? base + 1 : file, line);
+  return 0;
+}
+
 // Whether libucs.so.0 is loaded in the process (a reference taken by the test is dropped).
 bool ucs_loaded() {
   void *h = dlopen("libucs.so.0", RTLD_LAZY | RTLD_NOLOAD);
@@ -122,24 +140,29 @@ void *dlopen_foreign(const char *file, int flags) {
   ForeignScope scope(keep ? ForeignScope::Signals::Keep : ForeignScope::Signals::Restore);
   void *h = dlopen(file, flags);
   if (h == nullptr) return nullptr;
-  if (!ucs_there && !keep) {
-    // (The handle's lookup searches its dependencies: libucs for libucp.)
-    if (void *ucs = dlopen("libucs.so.0", RTLD_LAZY | RTLD_NOLOAD)) {
-      using Disable = void (*)();
-      if (auto disable = reinterpret_cast<Disable>(dlsym(ucs, "ucs_debug_disable_signals"))) {
-        sigset_t changed;
-        scope.changed_signals(&changed);
-        bool any = false;
-        for (int sig = 1; sig < NSIG && !any; ++sig) any = sigismember(&changed, sig) == 1;
-        if (any) {
-          disable();
-          GCOLL_INFO("UCX's error and debug signal handlers handed back (UCX_HANDLE_ERRORS, UCX_ERROR_SIGNALS or "
-                     "UCX_DEBUG_SIGNO keeps them)");
-        }
+  void *ucs = ucs_there ? nullptr : dlopen("libucs.so.0", RTLD_LAZY | RTLD_NOLOAD);
+  if (ucs != nullptr && foreign_env("UCX_LOG_FILE") == nullptr) {
+    // UCX prints its messages on stdout by default; this UCX is gcoll's alone (the load
+    // brought it in): its messages go to stderr, with gcoll's, unless the user chose
+    // where (UCX_LOG_FILE). Nothing of gcoll's reaches the application's stdout.
+    using Push = void (*)(int (*)(const char *, unsigned, const char *, int, const void *, const char *, va_list));
+    if (auto push = reinterpret_cast<Push>(dlsym(ucs, "ucs_log_push_handler"))) push(ucx_log_to_stderr);
+  }
+  using Disable = void (*)();
+  if (ucs != nullptr && !keep) {
+    if (auto disable = reinterpret_cast<Disable>(dlsym(ucs, "ucs_debug_disable_signals"))) {
+      sigset_t changed;
+      scope.changed_signals(&changed);
+      bool any = false;
+      for (int sig = 1; sig < NSIG && !any; ++sig) any = sigismember(&changed, sig) == 1;
+      if (any) {
+        disable();
+        GCOLL_INFO("UCX's error and debug signal handlers handed back (UCX_HANDLE_ERRORS, UCX_ERROR_SIGNALS or "
+                   "UCX_DEBUG_SIGNO keeps them)");
       }
-      dlclose(ucs);  // (the reference NOLOAD took; libucp's stays)
     }
   }
+  if (ucs != nullptr) dlclose(ucs);  // (the reference NOLOAD took; libucp's stays)
   return h;
 }
 

@@ -65,7 +65,9 @@ bool ucx_signals_requested();
 // not there before: the MPI did not bring UCX), the signal handlers its constructor
 // installed are handed back through UCX's own ucs_debug_disable_signals() (UCX then
 // forgets them too, and does not reinstall its "original" ones at exit), unless
-// ucx_signals_requested(). nullptr and dlerror() as dlopen.
+// ucx_signals_requested(); and UCX's messages, which it prints on stdout by default, go
+// to stderr through a log handler of gcoll's, unless UCX_LOG_FILE is set. nullptr and
+// dlerror() as dlopen.
 void *dlopen_foreign(const char *file, int flags);
 
 }  // namespace gcoll
