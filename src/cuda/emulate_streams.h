@@ -3,9 +3,9 @@
 // Internal to src/cuda/emulate*.cc.
 #pragma once
 
-#include <atomic>
 #include <pthread.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
