@@ -21,18 +21,15 @@ thread_local int t_depth = 0;
 // Two dispositions are the same when the handler, its flags (SA_RESTORER, which libc sets
 // on its own, aside) and its mask are. (The mask signal by signal: the kernel fills only
 // its own part of a sigset_t, the rest is whatever the caller's memory held.)
-bool same_action(const struct sigaction &a, const struct sigaction &b) {
-  const int keep = ~0x04000000;  // SA_RESTORER
-  if (a.sa_handler != b.sa_handler || (a.sa_flags & keep) != (b.sa_flags & keep)) return false;
-  for (int sig = 1; sig < NSIG; ++sig)
-    if (sigismember(&a.sa_mask, sig) != sigismember(&b.sa_mask, sig)) return false;
-  return true;
-}
-
 bool same_mask(const sigset_t &a, const sigset_t &b) {
   for (int sig = 1; sig < NSIG; ++sig)
     if (sigismember(&a, sig) != sigismember(&b, sig)) return false;
   return true;
+}
+
+bool same_action(const struct sigaction &a, const struct sigaction &b) {
+  const int keep = ~0x04000000;  // SA_RESTORER
+  return a.sa_handler == b.sa_handler && (a.sa_flags & keep) == (b.sa_flags & keep) && same_mask(a.sa_mask, b.sa_mask);
 }
 
 bool same_stack(const stack_t &a, const stack_t &b) {
@@ -109,6 +106,10 @@ bool ucx_signals_requested() {
   return false;
 }
 
+ForeignScope::Signals ucx_scope_signals() {
+  return ucx_signals_requested() ? ForeignScope::Signals::Keep : ForeignScope::Signals::Restore;
+}
+
 namespace {
 
 // UCX's log handler (ucs/debug/log_def.h: ucs_log_func_t, stable since UCX 1.10), declared
@@ -136,8 +137,9 @@ bool ucs_loaded() {
 
 void *dlopen_foreign(const char *file, int flags) {
   const bool ucs_there = ucs_loaded();
-  const bool keep = ucx_signals_requested();
-  ForeignScope scope(keep ? ForeignScope::Signals::Keep : ForeignScope::Signals::Restore);
+  const ForeignScope::Signals signals = ucx_scope_signals();
+  const bool keep = signals == ForeignScope::Signals::Keep;
+  ForeignScope scope(signals);
   void *h = dlopen(file, flags);
   if (h == nullptr) return nullptr;
   void *ucs = ucs_there ? nullptr : dlopen("libucs.so.0", RTLD_LAZY | RTLD_NOLOAD);

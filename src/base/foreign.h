@@ -60,6 +60,8 @@ bool in_foreign_scope();
 // The user asked UCX to handle signals (UCX_HANDLE_ERRORS, UCX_ERROR_SIGNALS,
 // UCX_DEBUG_SIGNO or UCX_ASYNC_MODE set): gcoll then keeps what UCX installs.
 bool ucx_signals_requested();
+// The scope for a call into UCX: Keep where ucx_signals_requested(), else Restore.
+ForeignScope::Signals ucx_scope_signals();
 
 // dlopen inside a ForeignScope. When the call loaded UCX's libucs into the process (it was
 // not there before: the MPI did not bring UCX), the signal handlers its constructor

@@ -247,7 +247,7 @@ Status init(const Options &options) {
   {
     // UCX's load, configuration and context leave the process as they found it
     // (base/foreign.h): signal handlers, the alternate stack, strtok, the FP modes, errno.
-    ForeignScope scope(ucx_signals_requested() ? ForeignScope::Signals::Keep : ForeignScope::Signals::Restore);
+    ForeignScope scope(ucx_scope_signals());
     r = init_locked(s);
   }
   if (r != Status::Ok) {
@@ -314,7 +314,7 @@ void finalize() {
   }
   s.ready.store(false, std::memory_order_release);
   {
-    ForeignScope scope(ucx_signals_requested() ? ForeignScope::Signals::Keep : ForeignScope::Signals::Restore);
+    ForeignScope scope(ucx_scope_signals());
     teardown_locked(s);
   }
   s.peers.clear();
