@@ -10,7 +10,9 @@
 #   A      without MPS (time-sliced GPU): gpu.kernels, gpu.fused_kernels, the default
 #          suite at np 4, 2 x 2 virtual nodes pipelined, stats, osu -c; the process with
 #          and without gcoll where the real driver and NVML are loaded (invisible.*: host
-#          buffers; issue 28)
+#          buffers; issue 28); the nonblocking and persistent forms on device buffers
+#          (gpu.nonblocking.default.np4: staged, completed through every completion call;
+#          issue 29)
 #   B      with MPS (the script's own daemon): the fused one-shot's protocol (gpu.fused.*),
 #          the default suite (GCOLL_DEVICE_FUSED=auto: fused under MPS) at np 2, 4, 8,
 #          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
@@ -203,7 +205,7 @@ topo_step
 
 # ---- A: without MPS, the essentials ------------------------------------------------------------
 mps_off
-ctest_group A-nomps 100 '^(gpu\.(kernels|fused_kernels|mpi\.default\.np4|mpi\.vnodes2\.pipelined\.np4|stats\.engine\.np4|osu\.allreduce\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
+ctest_group A-nomps 110 '^(gpu\.(kernels|fused_kernels|mpi\.default\.np4|mpi\.vnodes2\.pipelined\.np4|stats\.engine\.np4|osu\.allreduce\.np4|nonblocking\.default\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
 
 # ---- B: with MPS -------------------------------------------------------------------------------
 if mps_on; then

@@ -7,9 +7,12 @@ standard output with compare.parse_omb_output (the runner's parser) and check it
 Checks on a successful run (exit status 0 required):
   --title REGEX       the title line ("OSU MPI Allreduce Latency Test v7.3") matches
   --datatype NAME     one block per --datatype, in order ("MPI_INT"); default: one block
-  --columns A,B,...   exact column names ("Size,Avg Latency(us),Validation")
+  --columns A,B,...   exact column names ("Size,Avg Latency(us),Validation", or a
+                      nonblocking table's "Size,Overall(us),Compute(us),...")
   --sizes MIN:MAX     rows are MIN, 2*MIN, ... up to MAX, in every block
-  every number is finite and >= 0, Iterations > 0, every Validation is Pass.
+  every number is finite and >= 0, Iterations > 0, every Validation is Pass; in a
+  nonblocking table Overlap(%) is at most 100, Overall(us) at least Compute(us) and
+  Pure Comm.(us) within Min Comm.(us) .. Max Comm.(us) when those are printed.
 --expect-fail: the command must exit non-zero and print no data row;
 --expect-output REGEX (repeatable): must appear in stdout or stderr.
 --cuda-build yes|no: `-d cuda` runs. Without CUDA in the build, expect failure with
@@ -26,7 +29,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import parse_omb_output  # noqa: E402
+from compare import COMM, OVERALL, OVERLAP, parse_omb_output  # noqa: E402
 
 
 def fail(msg):
@@ -36,6 +39,21 @@ def fail(msg):
 
 def have_gpu():
     return bool(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def check_nonblocking_row(dtype, row):
+    """OMB's overlap table: what its definitions imply (values rounded alike keep their
+    order)."""
+    if OVERALL not in row:
+        return
+    where = "%s size %d" % (dtype, row["Size"])
+    if OVERLAP in row and row[OVERLAP] > 100.0:
+        fail("%s: %s = %r above 100" % (where, OVERLAP, row[OVERLAP]))
+    if "Compute(us)" in row and row[OVERALL] < row["Compute(us)"]:
+        fail("%s: %s %r below Compute(us) %r" % (where, OVERALL, row[OVERALL], row["Compute(us)"]))
+    lo, hi = row.get("Min Comm.(us)"), row.get("Max Comm.(us)")
+    if COMM in row and lo is not None and hi is not None and not lo <= row[COMM] <= hi:
+        fail("%s: %s %r outside Min/Max Comm. %r .. %r" % (where, COMM, row[COMM], lo, hi))
 
 
 def check_success(args, out):
@@ -77,6 +95,7 @@ def check_success(args, out):
                     fail("%s size %d: %s = %r" % (block["datatype"], row["Size"], col, v))
             if "Iterations" in row and row["Iterations"] <= 0:
                 fail("size %d: Iterations %d" % (row["Size"], row["Iterations"]))
+            check_nonblocking_row(block["datatype"], row)
     nrows = sum(len(b["rows"]) for b in blocks)
     print("check_output.py: OK: %r, %d block(s), %d row(s), columns %r"
           % (parsed["title"], len(blocks), nrows, blocks[0]["columns"]))

@@ -6,6 +6,10 @@ with it (`-x LD_PRELOAD=libgcoll.so`), alternating the two several times
 (--reps, the order flips every repetition to cancel drift), then prints per size
 the median latency of each, the speedup (baseline / gcoll) and the bus bandwidth,
 and writes a CSV and a PNG (latency vs size on log-log axes; busbw vs size).
+The nonblocking benchmarks (osu_i*) are compared on Overall(us) (communication
+with the dummy computation, OMB's overlap run); the table shows the Pure Comm.
+latency and the Overlap(%) of both variants instead of busbw, and the PNG's
+second panel is the overlap vs size.
 
     compare.py --bench osu_allreduce --np 4 \\
         --env GCOLL_HOST_BUFFERS=engine --env GCOLL_RANKS_PER_NODE=2 \\
@@ -43,8 +47,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BENCHES = ("osu_allreduce", "osu_bcast", "osu_allgather", "osu_reduce_scatter_block", "osu_reduce",
-           "osu_reduce_scatter", "osu_alltoall", "osu_allgatherv", "osu_gather", "osu_scatter")
+           "osu_reduce_scatter", "osu_alltoall", "osu_allgatherv", "osu_gather", "osu_scatter",
+           "osu_iallreduce", "osu_ibcast", "osu_iallgather", "osu_ireduce_scatter", "osu_ialltoall",
+           "osu_allreduce_persistent")
+# OMB's nonblocking benchmarks: their table is Overall / Compute / Pure Comm. / Overlap
+NONBLOCKING = ("osu_iallreduce", "osu_ibcast", "osu_iallgather", "osu_ireduce_scatter",
+               "osu_ialltoall")
 LAT = "Avg Latency(us)"
+OVERALL = "Overall(us)"
+COMM = "Pure Comm.(us)"
+OVERLAP = "Overlap(%)"
 
 
 # ---- the parser ------------------------------------------------------------------
@@ -61,7 +73,8 @@ def parse_omb_output(text):
 
     Header lines start with '#': the title ("# OSU MPI[-CUDA] <Name> Latency Test
     v7.3"), "# Datatype: MPI_INT." (one per datatype block) and the column header
-    ("# Size       Avg Latency(us) ..."; column names are separated by two or more
+    ("# Size       Avg Latency(us) ...", or for the nonblocking benchmarks "# Size
+    Overall(us)  Compute(us) ..."; column names are separated by two or more
     spaces). Data rows are whitespace-separated numbers, one per column; the
     Validation column holds Pass or Fail. Other lines (blank, warnings, "DATA
     VALIDATION ERROR: ...") are kept in 'other'.
@@ -92,7 +105,7 @@ def parse_omb_output(text):
                 result["blocks"].append(block)
                 continue
             body = line.lstrip("#").strip()
-            if body.startswith("Size") and "Latency" in body:
+            if body.startswith("Size") and ("Latency" in body or "Overall" in body):
                 columns = re.split(r"\s{2,}", body)
                 if block is None or block["columns"] is not None:
                     block = {"datatype": None, "columns": None, "rows": []}
@@ -126,18 +139,34 @@ def parse_omb_output(text):
     return result
 
 
+def latency_column(columns):
+    """The column a comparison uses: Overall(us) in a nonblocking table, else Avg Latency(us)."""
+    return OVERALL if columns and OVERALL in columns else LAT
+
+
 # ---- measures ----------------------------------------------------------------------
+
+def collective(bench):
+    """The blocking benchmark of the same collective: osu_iallreduce and
+    osu_allreduce_persistent -> osu_allreduce."""
+    if bench in NONBLOCKING:
+        bench = "osu_" + bench[len("osu_i"):]
+    if bench.endswith("_persistent"):
+        bench = bench[:-len("_persistent")]
+    return bench
+
 
 def alg_bytes(bench, size, nprocs):
     """Bytes per call for algbw (nccl-tests): the gathering and all-to-all benchmarks count
     the whole buffer (the size is one rank's part there), the others the message."""
     per_rank = ("osu_allgather", "osu_allgatherv", "osu_alltoall", "osu_gather", "osu_scatter")
-    return size * nprocs if bench in per_rank else size
+    return size * nprocs if collective(bench) in per_rank else size
 
 
 def bus_factor(bench, nprocs):
     """nccl-tests: allreduce 2(n-1)/n, allgather, reduce-scatter, all-to-all, gather and
     scatter (n-1)/n, broadcast and reduce 1."""
+    bench = collective(bench)
     if bench == "osu_allreduce":
         return 2.0 * (nprocs - 1) / nprocs
     if bench in ("osu_allgather", "osu_reduce_scatter_block", "osu_reduce_scatter", "osu_alltoall",
@@ -152,37 +181,60 @@ def busbw_gbs(bench, size, nprocs, lat_us):
     return alg_bytes(bench, size, nprocs) / (lat_us * 1e-6) / 1e9 * bus_factor(bench, nprocs)
 
 
+def _median(values):
+    return statistics.median(values) if values else float("nan")
+
+
 def summarize(bench, nprocs, runs):
     """runs: {'baseline': [parsed, ...], 'gcoll': [parsed, ...]} (one per repetition).
 
     Returns one dict per (datatype, size) with the medians over repetitions, the
-    speedup (baseline / gcoll) and the bus bandwidth of each median."""
+    speedup (baseline / gcoll) and the bus bandwidth of each median. The latency is
+    Avg Latency(us), or Overall(us) in a nonblocking table; there every dict also has
+    the medians of Pure Comm.(us) (baseline_comm_us, gcoll_comm_us: busbw comes from
+    these) and of Overlap(%) (baseline_overlap, gcoll_overlap), and 'nonblocking'."""
     table = {}
     order = []
+    nonblocking = False
     for variant in ("baseline", "gcoll"):
         for parsed in runs[variant]:
             for bi, block in enumerate(parsed["blocks"]):
                 dtype = block["datatype"] or "block%d" % bi
+                lat = latency_column(block["columns"])
+                nonblocking = nonblocking or lat == OVERALL
                 for row in block["rows"]:
                     key = (dtype, row["Size"])
                     if key not in table:
-                        table[key] = {"baseline": [], "gcoll": []}
+                        table[key] = {v + k: [] for v in ("baseline", "gcoll")
+                                      for k in ("", "_comm", "_overlap")}
                         order.append(key)
-                    table[key][variant].append(row[LAT])
+                    table[key][variant].append(row[lat])
+                    if lat == OVERALL:
+                        table[key][variant + "_comm"].append(row[COMM])
+                        table[key][variant + "_overlap"].append(row[OVERLAP])
     out = []
     for key in order:
         dtype, size = key
-        base, gc = table[key]["baseline"], table[key]["gcoll"]
-        mb = statistics.median(base) if base else float("nan")
-        mg = statistics.median(gc) if gc else float("nan")
-        out.append({
+        t = table[key]
+        base, gc = t["baseline"], t["gcoll"]
+        mb, mg = _median(base), _median(gc)
+        r = {
             "datatype": dtype, "size": size,
             "baseline_us": mb, "gcoll_us": mg,
             "speedup": mb / mg if base and gc and mg > 0 else float("nan"),
             "baseline_busbw": busbw_gbs(bench, size, nprocs, mb),
             "gcoll_busbw": busbw_gbs(bench, size, nprocs, mg),
             "baseline_reps": base, "gcoll_reps": gc,
-        })
+            "nonblocking": nonblocking,
+        }
+        if nonblocking:
+            r["baseline_comm_us"] = _median(t["baseline_comm"])
+            r["gcoll_comm_us"] = _median(t["gcoll_comm"])
+            r["baseline_overlap"] = _median(t["baseline_overlap"])
+            r["gcoll_overlap"] = _median(t["gcoll_overlap"])
+            r["baseline_busbw"] = busbw_gbs(bench, size, nprocs, r["baseline_comm_us"])
+            r["gcoll_busbw"] = busbw_gbs(bench, size, nprocs, r["gcoll_comm_us"])
+        out.append(r)
     return out
 
 
@@ -290,8 +342,10 @@ def run_once(args, variant, rep, raw_dir):
     parsed = parse_omb_output(out)
     rows = sum(len(b["rows"]) for b in parsed["blocks"])
     if rows == 0:
-        sys.stderr.write("compare.py: %s run %d printed no result rows; see %s\n"
-                         % (variant, rep + 1, path))
+        why = [c for c in parsed["comments"] if "Not measured" in c]
+        sys.stderr.write("compare.py: %s run %d printed no result rows%s; see %s\n"
+                         % (variant, rep + 1, (": " + why[0].lstrip("# ")) if why else "",
+                            path))
         sys.exit(2)
     for b in parsed["blocks"]:
         for r in b["rows"]:
@@ -314,30 +368,54 @@ def fmt_size(n):
 
 
 def format_table(summary, show_dtype):
-    lines = [("%-14s" % "Datatype" if show_dtype else "") +
-             "%-10s%14s%14s%10s%18s%18s" % ("Size(B)", "baseline(us)", "gcoll(us)", "speedup",
-                                            "base busbw(GB/s)", "gcoll busbw(GB/s)")]
+    """Blocking: latency, speedup and busbw of both variants. Nonblocking: Overall(us)
+    (baseline(us), gcoll(us)), its speedup, then Pure Comm.(us) and Overlap(%) of both."""
+    nonblocking = bool(summary) and summary[0].get("nonblocking")
+    dt_head = "%-14s" % "Datatype" if show_dtype else ""
+    if nonblocking:
+        lines = [dt_head + "%-10s%14s%14s%10s%16s%16s%14s%14s" % (
+            "Size(B)", "baseline(us)", "gcoll(us)", "speedup", "base comm(us)",
+            "gcoll comm(us)", "base ovlp(%)", "gcoll ovlp(%)")]
+    else:
+        lines = [dt_head + "%-10s%14s%14s%10s%18s%18s" % (
+            "Size(B)", "baseline(us)", "gcoll(us)", "speedup", "base busbw(GB/s)",
+            "gcoll busbw(GB/s)")]
     for r in summary:
-        lines.append(("%-14s" % r["datatype"] if show_dtype else "") +
-                     "%-10d%14.2f%14.2f%10.2f%18.3f%18.3f" % (
-                         r["size"], r["baseline_us"], r["gcoll_us"], r["speedup"],
-                         r["baseline_busbw"], r["gcoll_busbw"]))
+        dt = "%-14s" % r["datatype"] if show_dtype else ""
+        if nonblocking:
+            lines.append(dt + "%-10d%14.2f%14.2f%10.2f%16.2f%16.2f%14.2f%14.2f" % (
+                r["size"], r["baseline_us"], r["gcoll_us"], r["speedup"],
+                r["baseline_comm_us"], r["gcoll_comm_us"], r["baseline_overlap"],
+                r["gcoll_overlap"]))
+        else:
+            lines.append(dt + "%-10d%14.2f%14.2f%10.2f%18.3f%18.3f" % (
+                r["size"], r["baseline_us"], r["gcoll_us"], r["speedup"],
+                r["baseline_busbw"], r["gcoll_busbw"]))
     return "\n".join(lines)
 
 
 def write_csv(path, bench, nprocs, summary):
+    """One row per (datatype, size). Nonblocking: the *_us columns are Overall(us), busbw
+    is from Pure Comm.(us), and four more columns hold the medians of Pure Comm.(us) and
+    Overlap(%)."""
+    nonblocking = bool(summary) and summary[0].get("nonblocking")
+    extra = ["baseline_comm_us_median", "gcoll_comm_us_median", "baseline_overlap_pct_median",
+             "gcoll_overlap_pct_median"] if nonblocking else []
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["bench", "np", "datatype", "size_bytes", "baseline_us_median",
                     "gcoll_us_median", "speedup", "baseline_busbw_GBps", "gcoll_busbw_GBps",
-                    "baseline_us_reps", "gcoll_us_reps"])
+                    "baseline_us_reps", "gcoll_us_reps"] + extra)
         for r in summary:
             w.writerow([bench, nprocs, r["datatype"], r["size"],
                         "%.4f" % r["baseline_us"], "%.4f" % r["gcoll_us"],
                         "%.4f" % r["speedup"], "%.6f" % r["baseline_busbw"],
                         "%.6f" % r["gcoll_busbw"],
                         ";".join("%.2f" % v for v in r["baseline_reps"]),
-                        ";".join("%.2f" % v for v in r["gcoll_reps"])])
+                        ";".join("%.2f" % v for v in r["gcoll_reps"])] +
+                       (["%.4f" % r["baseline_comm_us"], "%.4f" % r["gcoll_comm_us"],
+                         "%.2f" % r["baseline_overlap"], "%.2f" % r["gcoll_overlap"]]
+                        if nonblocking else []))
 
 
 def _gp_str(s):
@@ -346,7 +424,10 @@ def _gp_str(s):
 
 def write_plot(out_dir, bench, caption_lines, summary, baseline_label, gcoll_label):
     """Writes <bench>.dat and <bench>.gp; runs gnuplot for <bench>.png. Returns the
-    PNG path, or None (with a warning) without gnuplot."""
+    PNG path, or None (with a warning) without gnuplot. Left: latency (Overall(us) for
+    a nonblocking benchmark) vs size; right: busbw, or for a nonblocking benchmark the
+    overlap (%), vs size."""
+    nonblocking = bool(summary) and summary[0].get("nonblocking")
     dtypes = []
     for r in summary:
         if r["datatype"] not in dtypes:
@@ -356,12 +437,16 @@ def write_plot(out_dir, bench, caption_lines, summary, baseline_label, gcoll_lab
         for i, dt in enumerate(dtypes):
             if i:
                 f.write("\n\n")
-            f.write("# %s: size baseline_us gcoll_us baseline_busbw gcoll_busbw speedup\n" % dt)
+            f.write("# %s: size baseline_us gcoll_us baseline_busbw gcoll_busbw speedup%s\n"
+                    % (dt, " baseline_overlap gcoll_overlap" if nonblocking else ""))
             for r in summary:
                 if r["datatype"] == dt:
-                    f.write("%d %.6g %.6g %.6g %.6g %.6g\n" % (
+                    f.write("%d %.6g %.6g %.6g %.6g %.6g" % (
                         r["size"], r["baseline_us"], r["gcoll_us"], r["baseline_busbw"],
                         r["gcoll_busbw"], r["speedup"]))
+                    if nonblocking:
+                        f.write(" %.6g %.6g" % (r["baseline_overlap"], r["gcoll_overlap"]))
+                    f.write("\n")
     sizes = sorted({r["size"] for r in summary})
     tics = []
     if sizes:
@@ -378,16 +463,27 @@ def write_plot(out_dir, bench, caption_lines, summary, baseline_label, gcoll_lab
     top = max(0.55, 1.0 - (22.0 * nlines + 40.0) / 900.0)
     xrange = "[%g:%g]" % (sizes[0] / 1.25, sizes[-1] * 1.25) if sizes else "[*:*]"
     plots_lat, plots_bw = [], []
+    right = (7, 8) if nonblocking else (4, 5)
     for i, dt in enumerate(dtypes):
         suffix = (" " + dt) if len(dtypes) > 1 else ""
         plots_lat.append("'%s' index %d using 1:2 with linespoints ls %d title %s"
                          % (dat, i, 1 + 2 * i, _gp_str(baseline_label + suffix)))
         plots_lat.append("'%s' index %d using 1:3 with linespoints ls %d title %s"
                          % (dat, i, 2 + 2 * i, _gp_str(gcoll_label + suffix)))
-        plots_bw.append("'%s' index %d using 1:4 with linespoints ls %d title %s"
-                        % (dat, i, 1 + 2 * i, _gp_str(baseline_label + suffix)))
-        plots_bw.append("'%s' index %d using 1:5 with linespoints ls %d title %s"
-                        % (dat, i, 2 + 2 * i, _gp_str(gcoll_label + suffix)))
+        plots_bw.append("'%s' index %d using 1:%d with linespoints ls %d title %s"
+                        % (dat, i, right[0], 1 + 2 * i, _gp_str(baseline_label + suffix)))
+        plots_bw.append("'%s' index %d using 1:%d with linespoints ls %d title %s"
+                        % (dat, i, right[1], 2 + 2 * i, _gp_str(gcoll_label + suffix)))
+    if nonblocking:
+        lat_label = "overall latency (us): communication + computation, median"
+        lat_title = "overall (overlap run) vs size (log-log)"
+        right_range, right_label, right_title = "[0:100]", "overlap (%), median", \
+            "overlap vs size"
+    else:
+        lat_label = "latency (us), median over repetitions"
+        lat_title = "latency vs size (log-log)"
+        right_range, right_label, right_title = "[0:*]", "bus bandwidth (GB/s)", \
+            "busbw vs size"
     gp = os.path.join(out_dir, bench + ".gp")
     with open(gp, "w") as f:
         f.write("""set terminal pngcairo noenhanced size 1600,900 font "sans,11"
@@ -409,19 +505,22 @@ set size 0.5,%(top).3f
 set origin 0.0,0.0
 set logscale y 10
 set format y "%%g"
-set ylabel "latency (us), median over repetitions"
-set title "latency vs size (log-log)"
+set ylabel %(lat_label)s
+set title %(lat_title)s
 plot %(lat)s
 set origin 0.5,0.0
 unset logscale y
-set yrange [0:*]
+set yrange %(right_range)s
 set key top left
-set ylabel "bus bandwidth (GB/s)"
-set title "busbw vs size"
+set ylabel %(right_label)s
+set title %(right_title)s
 plot %(bw)s
 unset multiplot
 """ % {"png": _gp_str(png), "tics": ", ".join(tics), "title": title, "top": top, "xrange": xrange,
-       "lat": ", \\\n     ".join(plots_lat), "bw": ", \\\n     ".join(plots_bw)})
+       "lat": ", \\\n     ".join(plots_lat), "bw": ", \\\n     ".join(plots_bw),
+       "lat_label": _gp_str(lat_label), "lat_title": _gp_str(lat_title),
+       "right_range": right_range, "right_label": _gp_str(right_label),
+       "right_title": _gp_str(right_title)})
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         sys.stderr.write("compare.py: warning: gnuplot not found (Debian: apt-get install "

@@ -1,8 +1,9 @@
 /*
- * osu_common.c: options, buffers, timing loop, validation plumbing and output shared
- * by osu_allreduce, osu_bcast and osu_allgather. The output format, option spellings,
- * defaults and timing method are those of OSU Micro-Benchmarks 7.x (osu_util.c,
- * osu_util_mpi.c, osu_allreduce.c); see README.md in this directory.
+ * osu_common.c: options, buffers, timing loops, validation plumbing and output shared
+ * by the osu_* benchmarks. The output format, option spellings, defaults and timing
+ * method are those of OSU Micro-Benchmarks 7.x (osu_util.c, osu_util_mpi.c,
+ * osu_allreduce.c, and osu_iallreduce.c for the nonblocking ones); see README.md in
+ * this directory.
  */
 #define _GNU_SOURCE
 #include "osu_common.h"
@@ -128,7 +129,8 @@ typedef struct {
   const char *name;      /* long name */
   int has_arg;
   const char *help;      /* lines separated by '\n' */
-  int which;             /* 0: every benchmark, 1: in-place ones, 2: rooted ones */
+  int which;             /* 0: every benchmark, 1: in-place ones, 2: rooted ones,
+                            3: blocking ones, 4: nonblocking ones */
 } osu_optdef;
 
 enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME };
@@ -171,6 +173,9 @@ static const osu_optdef osu_optdefs[] = {
      "-k fixed:[RANK] //Fixed root rank.\n"
      "-k rotate       //Rotate root rank for each iteration.\n"
      "-k RANK         //Same as fixed:RANK.", 2},
+    {'t', "num-test-calls", required_argument,
+     "CALLS - set the number of MPI_Test() calls during the dummy computation,\n"
+     "set CALLS to 100, 1000, or any number > 0 (default 0: none).", 4},
     {0, "staged", OPT_STAGED,
      "with -d cuda: copy the device buffers to pinned host memory\n"
      "(cudaMemcpy), run MPI on host buffers, copy the result back; the\n"
@@ -178,15 +183,16 @@ static const osu_optdef osu_optdefs[] = {
      "CUDA-aware)", 0},
     {0, "busbw", OPT_BUSBW,
      "add AlgBW(GB/s) and BusBW(GB/s) columns (nccl-tests conventions;\n"
-     "from the average latency)", 0},
+     "from the average latency)", 3},
     {0, "max-rank-time", OPT_MAX_RANK_TIME,
      "add a MaxRank Avg(us) column: for every iteration the slowest\n"
-     "rank's time, averaged over the iterations", 0},
+     "rank's time, averaged over the iterations", 3},
 };
 #define OSU_NOPTDEFS ((int)(sizeof(osu_optdefs) / sizeof(osu_optdefs[0])))
 
 static int osu_optdef_applies(const osu_bench *b, const osu_optdef *d) {
-  return d->which == 0 || (d->which == 1 && b->has_in_place) || (d->which == 2 && b->has_root);
+  return d->which == 0 || (d->which == 1 && b->has_in_place) || (d->which == 2 && b->has_root) ||
+         (d->which == 3 && !b->nonblocking) || (d->which == 4 && b->nonblocking);
 }
 
 static void osu_print_help(const osu_bench *b) {
@@ -292,6 +298,7 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
   char optstring[64] = "+:d:hvfm:i:x:M:cT:";
   if (b->has_in_place) strcat(optstring, "l");
   if (b->has_root) strcat(optstring, "k:");
+  if (b->nonblocking) strcat(optstring, "t:");
   struct option longopts[OSU_NOPTDEFS + 1];
   int nl = 0;
   for (int i = 0; i < OSU_NOPTDEFS; i++) {
@@ -393,6 +400,12 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
           return osu_bad(bad, word,
                          "Invalid root rank. Valid: fixed:RANK, rotate or RANK");
         }
+        break;
+      }
+      case 't': {
+        long v;
+        if (osu_parse_int(optarg, 0, &v)) return osu_bad(bad, word, "Invalid Number of Probes");
+        o->num_probes = (int)v;
         break;
       }
       case OPT_STAGED: o->staged = 1; break;
@@ -559,10 +572,36 @@ static void osu_print_preamble(const osu_bench *b, const osu_options *o) {
   if (o->accel == OSU_CUDA && gpu_emulated())
     fprintf(stdout, "# Device buffers on the %s: a test mode, not a measurement.\n", gpu_mode_name());
 #endif
+  if (b->nonblocking) fprintf(stdout, "# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n");
   fflush(stdout);
 }
 
-static void osu_print_header(const osu_options *o) {
+/* OMB's print_only_header_nbc: the nonblocking table */
+static void osu_print_header_nbc(const osu_options *o) {
+  fprintf(stdout, "%-*s", 10, "# Size");
+  fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Overall(us)");
+  fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Compute(us)");
+  if (o->show_full) {
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Coll. Init(us)");
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "MPI_Test(us)");
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "MPI_Wait(us)");
+  }
+  fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Pure Comm.(us)");
+  if (o->show_full) {
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Min Comm.(us)");
+    fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Max Comm.(us)");
+  }
+  fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Overlap(%)");
+  if (o->validate) fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Validation");
+  fprintf(stdout, "\n");
+  fflush(stdout);
+}
+
+static void osu_print_header(const osu_bench *b, const osu_options *o) {
+  if (b->nonblocking) {
+    osu_print_header_nbc(o);
+    return;
+  }
   fprintf(stdout, "%-*s", 10, "# Size");
   fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Avg Latency(us)");
   if (o->show_full) {
@@ -584,10 +623,31 @@ typedef struct {
   double avg, min, max, max_rank;
   size_t iterations;
   int errors;
+  /* nonblocking: means over ranks of each rank's mean per iteration (us); comm_min and
+     comm_max over ranks; compute excludes the MPI_Test calls (OMB's cpu - test) */
+  double overall, compute, init, test, wait, comm, comm_min, comm_max, overlap;
 } osu_row;
+
+/* OMB's print_stats_nbc */
+static void osu_print_row_nbc(const osu_options *o, size_t size, const osu_row *r) {
+  const int w = OSU_FIELD_WIDTH, p = OSU_FLOAT_PRECISION;
+  fprintf(stdout, "%-*zu", 10, size);
+  fprintf(stdout, "%*.*f%*.*f", w, p, r->overall, w, p, r->compute);
+  if (o->show_full) fprintf(stdout, "%*.*f%*.*f%*.*f", w, p, r->init, w, p, r->test, w, p, r->wait);
+  fprintf(stdout, "%*.*f", w, p, r->comm);
+  if (o->show_full) fprintf(stdout, "%*.*f%*.*f", w, p, r->comm_min, w, p, r->comm_max);
+  fprintf(stdout, "%*.*f", w, p, r->overlap);
+  if (o->validate) fprintf(stdout, "%*s", w, r->errors ? "Fail" : "Pass");
+  fprintf(stdout, "\n");
+  fflush(stdout);
+}
 
 static void osu_print_row(const osu_bench *b, const osu_options *o, int nprocs, size_t size,
                           const osu_row *r) {
+  if (b->nonblocking) {
+    osu_print_row_nbc(o, size, r);
+    return;
+  }
   fprintf(stdout, "%-*zu", 10, size);
   fprintf(stdout, "%*.*f", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->avg);
   if (o->show_full)
@@ -607,11 +667,48 @@ static void osu_print_row(const osu_bench *b, const osu_options *o, int nprocs, 
 
 /* ---- the measurement ------------------------------------------------------------- */
 
-static void osu_call(osu_ctx *c, int count) {
+static void osu_istart(osu_ctx *c, int count, MPI_Request *req) {
   if (c->opt->staged)
-    c->bench->call_staged(c, count);
+    c->bench->istart_staged(c, count, req);
   else
+    c->bench->istart(c, count, req);
+}
+
+static void osu_iwait(osu_ctx *c, int count, MPI_Request *req) {
+  OSU_MPI(MPI_Wait(req, MPI_STATUS_IGNORE));
+  if (c->opt->staged) c->bench->ifinish_staged(c, count);
+}
+
+/* One complete call: the blocking call, or start + MPI_Wait. */
+static void osu_call(osu_ctx *c, int count) {
+  if (c->bench->nonblocking) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    osu_istart(c, count, &req);
+    osu_iwait(c, count, &req);
+  } else if (c->opt->staged) {
+    c->bench->call_staged(c, count);
+  } else {
     c->bench->call(c, count);
+  }
+}
+
+/* Validation after a size's timed loops: the buffers of the loop when repeating the call
+ * keeps the result, then fresh calls on new inputs (every root in turn with -k rotate).
+ * Returns the number of ranks that found an error. */
+static int osu_validate(osu_ctx *c, int count) {
+  const osu_options *o = c->opt;
+  const osu_bench *b = c->bench;
+  long local_errors = 0;
+  if (b->repeatable(c)) local_errors += b->check(c, count, 0);
+  int nroots = b->has_root && o->root_rotate ? c->nprocs : 1;
+  for (int k = 0; k < nroots; k++) {
+    c->root = o->root_rotate ? k : o->root;
+    b->fill(c, count, 1 + k);
+    OSU_MPI(MPI_Barrier(c->comm));
+    osu_call(c, count);
+    local_errors += b->check(c, count, 1 + k);
+  }
+  return osu_agree(c->comm, c->nprocs, local_errors > 0 ? 1 : 0, MPI_SUM);
 }
 
 /* One message size: OMB 7.x's loop. A barrier before the loop; every iteration times
@@ -621,10 +718,10 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
                         double *times, osu_row *row) {
   const osu_options *o = c->opt;
   const osu_bench *b = c->bench;
-  long local_errors = 0;
 
   c->root = o->root_rotate ? 0 : o->root;
   if (o->validate) b->fill(c, count, 0);
+  if (b->prepare) b->prepare(c, count);
 
   OSU_MPI(MPI_Barrier(c->comm));
   double timer = 0.0;
@@ -661,22 +758,131 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
     }
   }
 
-  row->errors = 0;
-  if (o->validate) {
-    /* the buffers of the timed loop, when repeating the call keeps the result */
-    if (b->repeatable(c)) local_errors += b->check(c, count, 0);
-    /* then fresh calls on new inputs (every root in turn with -k rotate) */
-    int nroots = b->has_root && o->root_rotate ? c->nprocs : 1;
-    for (int k = 0; k < nroots; k++) {
-      c->root = o->root_rotate ? k : o->root;
-      b->fill(c, count, 1 + k);
-      OSU_MPI(MPI_Barrier(c->comm));
-      osu_call(c, count);
-      local_errors += b->check(c, count, 1 + k);
-    }
-    row->errors = osu_agree(c->comm, c->nprocs, local_errors > 0 ? 1 : 0, MPI_SUM);
-  }
+  row->errors = o->validate ? osu_validate(c, count) : 0;
+  if (b->release) b->release(c);
   (void)size;
+}
+
+/* ---- the nonblocking measurement (OMB 7.x osu_iallreduce.c) ------------------------ */
+
+/* OMB's dummy computation: a 25 x 25 float kernel repeated until the target time has
+ * been spent in it (osu_util_mpi.c: init_arrays, compute_on_host, do_compute_cpu). */
+#define OSU_DIM 25
+static float osu_a[OSU_DIM][OSU_DIM], osu_x[OSU_DIM], osu_y[OSU_DIM];
+
+static void osu_init_arrays(void) {
+  for (int i = 0; i < OSU_DIM; i++) {
+    osu_x[i] = osu_y[i] = 1.0f;
+    for (int j = 0; j < OSU_DIM; j++) osu_a[i][j] = 2.0f;
+  }
+}
+
+static void osu_compute_on_host(void) {
+  for (int i = 0; i < OSU_DIM; i++)
+    for (int j = 0; j < OSU_DIM; j++) osu_x[i] = osu_x[i] + osu_a[i][j] * osu_a[j][i] + osu_y[j];
+}
+
+static void osu_do_compute_cpu(double target_seconds) {
+  double elapsed = 0.0;
+  while (elapsed < target_seconds) {
+    double t1 = MPI_Wtime();
+    osu_compute_on_host();
+    elapsed += MPI_Wtime() - t1;
+  }
+}
+
+/* OMB's dummy_compute / do_compute_and_probe on the CPU: `seconds` of computation; with
+ * -t N in N slices, each followed by an MPI_Test of the request. Returns the time spent
+ * in MPI_Test. */
+static double osu_dummy_compute(const osu_options *o, double seconds, MPI_Request *req) {
+  if (o->num_probes <= 0) {
+    osu_do_compute_cpu(seconds);
+    return 0.0;
+  }
+  double slice = seconds / o->num_probes, test_time = 0.0;
+  for (int k = 0; k < o->num_probes; k++) {
+    osu_do_compute_cpu(slice);
+    int flag = 0;
+    double t1 = MPI_Wtime();
+    OSU_MPI(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
+    test_time += MPI_Wtime() - t1;
+  }
+  return test_time;
+}
+
+/* One message size, as OMB 7.x's nonblocking benchmarks. First the pure communication
+ * latency: warmup + timed iterations of start + MPI_Wait, each followed by a barrier
+ * outside the timed region. Then the overlap run, as many iterations: start (Coll. Init),
+ * the dummy computation for this rank's pure communication latency (Compute, with -t its
+ * MPI_Test calls apart), MPI_Wait; Overall is the whole iteration. Every time is a rank's
+ * mean per iteration, averaged over the ranks (Min/Max Comm. over the ranks), and
+ * Overlap(%) = max(0, 100 - 100 * (Overall - Compute) / Pure Comm.). */
+static void osu_measure_nbc(osu_ctx *c, int count, size_t iters, size_t skip, osu_row *row) {
+  const osu_options *o = c->opt;
+  const osu_bench *b = c->bench;
+
+  c->root = o->root_rotate ? 0 : o->root;
+  if (o->validate) b->fill(c, count, 0);
+  if (b->prepare) b->prepare(c, count);
+
+  OSU_MPI(MPI_Barrier(c->comm));
+  double timer = 0.0;
+  for (size_t i = 0; i < iters + skip; i++) {
+    if (o->root_rotate) c->root = (int)(i % (size_t)c->nprocs);
+    double t_start = MPI_Wtime();
+    osu_call(c, count);
+    double t_stop = MPI_Wtime();
+    OSU_MPI(MPI_Barrier(c->comm));
+    if (i >= skip) timer += t_stop - t_start;
+  }
+  const double comm_s = timer / (double)iters; /* the computation's target */
+
+  osu_init_arrays();
+  OSU_MPI(MPI_Barrier(c->comm));
+  double overall = 0.0, compute = 0.0, init = 0.0, test = 0.0, wait = 0.0;
+  for (size_t i = 0; i < iters + skip; i++) {
+    if (o->root_rotate) c->root = (int)(i % (size_t)c->nprocs);
+    MPI_Request req = MPI_REQUEST_NULL;
+    double t_start = MPI_Wtime();
+    double t_init = MPI_Wtime();
+    osu_istart(c, count, &req);
+    t_init = MPI_Wtime() - t_init;
+    double t_comp = MPI_Wtime();
+    double t_test = osu_dummy_compute(o, comm_s, &req);
+    t_comp = MPI_Wtime() - t_comp;
+    double t_wait = MPI_Wtime();
+    osu_iwait(c, count, &req);
+    t_wait = MPI_Wtime() - t_wait;
+    double t_stop = MPI_Wtime();
+    OSU_MPI(MPI_Barrier(c->comm));
+    if (i >= skip) {
+      overall += t_stop - t_start;
+      compute += t_comp;
+      init += t_init;
+      test += t_test;
+      wait += t_wait;
+    }
+  }
+
+  /* per rank, us per iteration; summed over ranks on rank 0 */
+  const double us = 1e6 / (double)iters;
+  double local[6] = {overall * us, compute * us, init * us, test * us, wait * us, comm_s * 1e6};
+  double sum[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  OSU_MPI(MPI_Reduce(local, sum, 6, MPI_DOUBLE, MPI_SUM, 0, c->comm));
+  OSU_MPI(MPI_Reduce(&local[5], &row->comm_min, 1, MPI_DOUBLE, MPI_MIN, 0, c->comm));
+  OSU_MPI(MPI_Reduce(&local[5], &row->comm_max, 1, MPI_DOUBLE, MPI_MAX, 0, c->comm));
+  row->overall = sum[0] / c->nprocs;
+  row->test = sum[3] / c->nprocs;
+  row->compute = sum[1] / c->nprocs - row->test; /* OMB prints cpu - test */
+  row->init = sum[2] / c->nprocs;
+  row->wait = sum[4] / c->nprocs;
+  row->comm = sum[5] / c->nprocs;
+  double overlap = row->comm > 0.0 ? 100.0 - (row->overall - row->compute) / row->comm * 100.0 : 0.0;
+  row->overlap = overlap > 0.0 ? overlap : 0.0;
+  row->iterations = iters;
+
+  row->errors = o->validate ? osu_validate(c, count) : 0;
+  if (b->release) b->release(c);
 }
 
 int osu_main(const osu_bench *b, int argc, char **argv) {
@@ -718,6 +924,17 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
       return EXIT_SUCCESS;
     default:
       break;
+  }
+
+  if (b->unavailable) {
+    if (rank == 0) {
+      fprintf(stdout, "\n");
+      osu_print_title(b, &opt);
+      fprintf(stdout, "# Not measured: %s\n", b->unavailable);
+      fflush(stdout);
+    }
+    MPI_Finalize();
+    return EXIT_SUCCESS;
   }
 
   int first_failed = osu_agree(MPI_COMM_WORLD, nprocs, dev_failed ? rank : INT_MAX, MPI_MIN);
@@ -797,7 +1014,7 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
       OSU_MPI(MPI_Type_get_name(c.type->dtype, name, &len));
       fprintf(stdout, "# Datatype: %s.\n", name);
       fflush(stdout);
-      osu_print_header(&opt);
+      osu_print_header(b, &opt);
     }
     for (size_t size = opt.min_size; size <= opt.max_size && size > 0; size *= 2) {
       size_t count = size / c.type->size;
@@ -809,7 +1026,10 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
       }
       osu_row row;
       memset(&row, 0, sizeof row);
-      osu_measure(&c, size, (int)count, iters, skip, times, &row);
+      if (b->nonblocking)
+        osu_measure_nbc(&c, (int)count, iters, skip, &row);
+      else
+        osu_measure(&c, size, (int)count, iters, skip, times, &row);
       if (rank == 0) osu_print_row(b, &opt, nprocs, size, &row);
       OSU_MPI(MPI_Barrier(MPI_COMM_WORLD));
       if (row.errors) {

@@ -1,13 +1,14 @@
 /*
  * osu_common: what the osu_* collective benchmarks share: OMB 7.x
- * options, buffers (host or CUDA device), the timing loop, validation helpers and
- * OMB-format output. Each benchmark file describes its collective in an osu_bench
- * (how to call it directly and staged, how to fill inputs and check results) and
- * hands it to osu_main().
+ * options, buffers (host or CUDA device), the timing loops (blocking, and OMB's
+ * overlap method for the nonblocking ones), validation helpers and OMB-format output.
+ * Each benchmark file describes its collective in an osu_bench (how to call or start
+ * it directly and staged, how to fill inputs and check results) and hands it to
+ * osu_main().
  *
  * These are plain MPI programs: they never link libgcoll, so they measure whatever
- * MPI_Allreduce / MPI_Bcast / MPI_Allgather the process resolves (the MPI library,
- * or libgcoll.so under LD_PRELOAD).
+ * MPI_Allreduce / MPI_Iallreduce / MPI_Bcast / ... the process resolves (the MPI
+ * library, or libgcoll.so under LD_PRELOAD).
  */
 #ifndef GCOLL_OSU_COMMON_H
 #define GCOLL_OSU_COMMON_H
@@ -58,6 +59,7 @@ typedef struct {
   int root_rotate;      /* -k rotate (bcast) */
   int busbw;            /* --busbw */
   int max_rank_time;    /* --max-rank-time */
+  int num_probes;       /* -t CALLS (nonblocking): MPI_Test calls during the dummy compute */
   size_t min_size, max_size, mem_limit;
   size_t iterations, iterations_large, skip, skip_large;
   int ntypes;
@@ -82,7 +84,8 @@ typedef struct osu_ctx {
 /* What a benchmark file provides. */
 typedef struct osu_bench {
   const char *name;  /* "osu_allreduce" */
-  const char *title; /* "Allreduce": "# OSU MPI Allreduce Latency Test v7.3" */
+  const char *title; /* "Allreduce": "# OSU MPI Allreduce Latency Test v7.3";
+                        "Non-blocking Allreduce", "Allreduce Persistent" */
   int has_in_place;  /* -l */
   int has_root;      /* -k */
   int uses_sbuf;     /* 0: one buffer (bcast) */
@@ -101,6 +104,22 @@ typedef struct osu_bench {
   /* Whether repeating the call on the same buffers leaves the result unchanged
      (then the buffers of the timed loop are checked too). */
   int (*repeatable)(const osu_ctx *c);
+  /* Nonblocking benchmarks (OMB's osu_i*): istart starts the collective on ctx->sbuf/rbuf
+     (istart_staged: on ctx->hs/hr, after copying the inputs there); osu_common completes
+     it with MPI_Wait and then, with --staged, calls ifinish_staged (the result back to the
+     device). call/call_staged are unused. Output: OMB's Overall / Compute / Pure Comm. /
+     Overlap table. */
+  int nonblocking;
+  void (*istart)(osu_ctx *c, int count, MPI_Request *req);
+  void (*istart_staged)(osu_ctx *c, int count, MPI_Request *req);
+  void (*ifinish_staged)(osu_ctx *c, int count);
+  /* Optional, around one size's measurement (persistent requests): prepare(c, count)
+     before its first call, release(c) after its last (validation included). */
+  void (*prepare)(osu_ctx *c, int count);
+  void (*release)(osu_ctx *c);
+  /* Non-NULL: why this build cannot run the benchmark (an MPI without the call); it
+     prints the title and this reason as a comment line, measures nothing, exits 0. */
+  const char *unavailable;
 } osu_bench;
 
 int osu_main(const osu_bench *bench, int argc, char **argv);

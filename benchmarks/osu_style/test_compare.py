@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Smoke test of compare.py: a tiny comparison (np 2, 2 repetitions, small sizes) must
-print its table and write the CSV and, when gnuplot is installed, a PNG.
+"""Smoke test of compare.py: tiny comparisons (np 2, 2 repetitions, small sizes) of
+osu_allreduce and of the nonblocking osu_iallreduce must print their tables and write
+the CSV and, when gnuplot is installed, a PNG.
 
     test_compare.py --bin-dir BIN --lib LIBGCOLL --out DIR
 """
@@ -13,6 +14,66 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SIZES = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def compare(a, bench, out):
+    """Runs compare.py for bench into out; returns (exit status, its output)."""
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    cmd = [sys.executable, os.path.join(HERE, "compare.py"), "--bench", bench,
+           "--np", "2", "--reps", "2", "--bin-dir", a.bin_dir, "--lib", a.lib, "--out", out,
+           "--mpirun", a.mpirun, "--env", "GCOLL_HOST_BUFFERS=engine",
+           "--", "-m", "4:1024", "-i", "10", "-x", "2", "-T", "mpi_int", "-c"]
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=600)
+    print(p.stdout)
+    return p.returncode, p.stdout
+
+
+def check(bench, out, stdout, nonblocking):
+    """Returns an error message, or None."""
+    with open(os.path.join(out, bench + ".csv")) as f:
+        rows = list(csv.DictReader(f))
+    sizes = [int(r["size_bytes"]) for r in rows]
+    if sizes != SIZES:
+        return "%s: CSV sizes %r" % (bench, sizes)
+    for r in rows:
+        if len(r["baseline_us_reps"].split(";")) != 2 or len(r["gcoll_us_reps"].split(";")) != 2:
+            return "%s: expected 2 repetitions per variant: %r" % (bench, r)
+        if not float(r["speedup"]) > 0:
+            return "%s: speedup %r" % (bench, r["speedup"])
+        if nonblocking:
+            for k in ("baseline_overlap_pct_median", "gcoll_overlap_pct_median"):
+                if not 0.0 <= float(r[k]) <= 100.0:
+                    return "%s: %s %r" % (bench, k, r.get(k))
+            for k in ("baseline_comm_us_median", "gcoll_comm_us_median"):
+                if not float(r[k]) > 0:
+                    return "%s: %s %r" % (bench, k, r.get(k))
+    head = "base ovlp(%)" if nonblocking else "base busbw(GB/s)"
+    if head not in stdout:
+        return "%s: no %r column in the table" % (bench, head)
+    for name in ("summary.txt", "meta.json", bench + ".gp", "raw/rep1_baseline.txt",
+                 "raw/rep2_gcoll.txt"):
+        if not os.path.exists(os.path.join(out, name)):
+            return "%s: %s missing" % (bench, name)
+    with open(os.path.join(out, "raw", "rep1_gcoll.txt")) as f:
+        first = f.readline()
+    if "LD_PRELOAD=" not in first or "GCOLL_HOST_BUFFERS=engine" not in first:
+        return "%s: gcoll run command lacks the preload or the setting: %s" % (bench, first)
+    with open(os.path.join(out, "raw", "rep1_baseline.txt")) as f:
+        first = f.readline()
+    if "LD_PRELOAD" in first or "GCOLL_" in first:
+        return "%s: baseline run command has the preload or a setting: %s" % (bench, first)
+    png = os.path.join(out, bench + ".png")
+    if shutil.which("gnuplot"):
+        with open(png, "rb") as f:
+            if f.read(8) != b"\x89PNG\r\n\x1a\n":
+                return "%s is not a PNG" % png
+    else:
+        print("note: gnuplot not installed; PNG not checked")
+    return None
 
 
 def main():
@@ -24,53 +85,16 @@ def main():
     a = ap.parse_args()
     if os.path.isdir(a.out):
         shutil.rmtree(a.out)
-    cmd = [sys.executable, os.path.join(HERE, "compare.py"), "--bench", "osu_allreduce",
-           "--np", "2", "--reps", "2", "--bin-dir", a.bin_dir, "--lib", a.lib, "--out", a.out,
-           "--mpirun", a.mpirun, "--env", "GCOLL_HOST_BUFFERS=engine",
-           "--", "-m", "4:1024", "-i", "10", "-x", "2", "-T", "mpi_int", "-c"]
-    print("$ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=600)
-    print(p.stdout)
-    if p.returncode != 0:
-        print("FAIL: compare.py exit status %d" % p.returncode)
-        return 1
-    with open(os.path.join(a.out, "osu_allreduce.csv")) as f:
-        rows = list(csv.DictReader(f))
-    sizes = [int(r["size_bytes"]) for r in rows]
-    if sizes != [4, 8, 16, 32, 64, 128, 256, 512, 1024]:
-        print("FAIL: CSV sizes %r" % sizes)
-        return 1
-    for r in rows:
-        if len(r["baseline_us_reps"].split(";")) != 2 or len(r["gcoll_us_reps"].split(";")) != 2:
-            print("FAIL: expected 2 repetitions per variant: %r" % r)
+    for bench, nonblocking in (("osu_allreduce", False), ("osu_iallreduce", True)):
+        out = a.out if bench == "osu_allreduce" else os.path.join(a.out, bench)
+        rc, stdout = compare(a, bench, out)
+        if rc != 0:
+            print("FAIL: compare.py --bench %s: exit status %d" % (bench, rc))
             return 1
-        if not float(r["speedup"]) > 0:
-            print("FAIL: speedup %r" % r["speedup"])
+        err = check(bench, out, stdout, nonblocking)
+        if err:
+            print("FAIL: " + err)
             return 1
-    for name in ("summary.txt", "meta.json", "osu_allreduce.gp", "raw/rep1_baseline.txt",
-                 "raw/rep2_gcoll.txt"):
-        if not os.path.exists(os.path.join(a.out, name)):
-            print("FAIL: %s missing" % name)
-            return 1
-    with open(os.path.join(a.out, "raw", "rep1_gcoll.txt")) as f:
-        first = f.readline()
-    if "LD_PRELOAD=" not in first or "GCOLL_HOST_BUFFERS=engine" not in first:
-        print("FAIL: gcoll run command lacks the preload or the setting: %s" % first)
-        return 1
-    with open(os.path.join(a.out, "raw", "rep1_baseline.txt")) as f:
-        first = f.readline()
-    if "LD_PRELOAD" in first or "GCOLL_" in first:
-        print("FAIL: baseline run command has the preload or a setting: %s" % first)
-        return 1
-    png = os.path.join(a.out, "osu_allreduce.png")
-    if shutil.which("gnuplot"):
-        with open(png, "rb") as f:
-            if f.read(8) != b"\x89PNG\r\n\x1a\n":
-                print("FAIL: %s is not a PNG" % png)
-                return 1
-    else:
-        print("note: gnuplot not installed; PNG not checked")
     print("OK")
     return 0
 

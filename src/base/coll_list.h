@@ -25,15 +25,26 @@
 //   ROOTDISPLS  const int[]  displacements the root alone gives
 //   LOCALCNTS   const int[]  counts, every rank: one per rank of its own group
 // (The large-count form converts them to int arrays of that length, pmpi/call_kinds.h.)
-// Collectives the engine has no algorithm for (Reduce and the ones after it) are still
-// seen, counted and, on device buffers, staged (coll/staged.h).
+// Collectives the engine has no algorithm for (Gather, Scatter, the rooted v-forms and the
+// ones after Scatterv) are still seen, counted and, on device buffers, staged
+// (coll/staged.h).
+//
+// Every row has three forms, each its own entry point and its own line in the stats
+// (Coll, base/stats.h):
+//   blocking     MPI_<Name>                     Coll::<Name>          "<lower>"
+//   nonblocking  MPI_I<lower> (+ MPI_Request *)  Coll::I<lower>        "i<lower>"
+//   persistent   MPI_<Name>_init (MPI-4; Open MPI 4.1: MPIX_<Name>_init) (+ MPI_Info,
+//                MPI_Request *)                  Coll::<Name>_init     "<lower>_init"
+// (MPI's names follow the pattern: MPI_I + "allreduce" is MPI_Iallreduce.) The
+// nonblocking and persistent forms complete through the application's MPI_Wait/Test
+// family (pmpi/requests.h).
 // No MPI type appears here: the kinds are spelled out where they are used (base/pp.h maps
 // over the list).
 #pragma once
 
 #include "base/pp.h"
 
-#define GCOLL_COLLS(X)                                                                                       \
+#define GCOLL_COUNTED_COLLS(X)                                                                                 \
   X(Allreduce, allreduce, ALLREDUCE, (SBUF, sendbuf), (RBUF, recvbuf), (CNT, count), (DT, datatype), (OP, op), \
     (COMM, comm))                                                                                            \
   X(Bcast, bcast, BCAST, (RBUF, buffer), (CNT, count), (DT, datatype), (ROOT, root), (COMM, comm))           \
@@ -56,4 +67,13 @@
   X(Gatherv, gatherv, GATHERV, (SBUF, sendbuf), (CNT, sendcount), (DT, sendtype), (RBUF, recvbuf),            \
     (ROOTCNTS, recvcounts), (ROOTDISPLS, displs), (DT, recvtype), (ROOT, root), (COMM, comm))                \
   X(Scatterv, scatterv, SCATTERV, (SBUF, sendbuf), (ROOTCNTS, sendcounts), (ROOTDISPLS, displs),              \
-    (DT, sendtype), (RBUF, recvbuf), (CNT, recvcount), (DT, recvtype), (ROOT, root), (COMM, comm))
+    (DT, sendtype), (RBUF, recvbuf), (CNT, recvcount), (DT, recvtype), (ROOT, root), (COMM, comm))              \
+  X(Alltoallv, alltoallv, ALLTOALLV, (SBUF, sendbuf), (CNTS, sendcounts), (DISPLS, sdispls), (DT, sendtype),  \
+    (RBUF, recvbuf), (CNTS, recvcounts), (DISPLS, rdispls), (DT, recvtype), (COMM, comm))                     \
+  X(Scan, scan, SCAN, (SBUF, sendbuf), (RBUF, recvbuf), (CNT, count), (DT, datatype), (OP, op), (COMM, comm))   \
+  X(Exscan, exscan, EXSCAN, (SBUF, sendbuf), (RBUF, recvbuf), (CNT, count), (DT, datatype), (OP, op),          \
+    (COMM, comm))
+
+// Every row: the ones with counts (which have MPI-4 large-count forms, MPI_<Name>_c), then
+// MPI_Barrier.
+#define GCOLL_COLLS(X) GCOLL_COUNTED_COLLS(X) X(Barrier, barrier, BARRIER, (COMM, comm))

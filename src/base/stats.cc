@@ -7,8 +7,10 @@ namespace gcoll {
 
 const char *coll_name(Coll c) {
   switch (c) {
-#define GCOLL_X(Name, lower, ...) \
-  case Coll::Name: return #lower;
+#define GCOLL_X(Name, lower, ...)     \
+  case Coll::Name: return #lower;      \
+  case Coll::I##lower: return "i" #lower; \
+  case Coll::Name##_init: return #lower "_init";
     GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
     case Coll::kCount: break;

@@ -12,13 +12,22 @@
 
 namespace gcoll {
 
-// The collectives (base/coll_list.h), in the list's order.
+// The collectives (base/coll_list.h), in the list's order: the blocking forms (the only
+// ones the engine runs), then the nonblocking ones, then the persistent ones.
 enum class Coll : int {
 #define GCOLL_X(Name, ...) Name,
   GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+#define GCOLL_X(Name, lower, ...) I##lower,
+  GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+#define GCOLL_X(Name, ...) Name##_init,
+  GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
   kCount
 };
+// How an application called a collective (base/coll_list.h: every row has the three).
+enum class Form : int { Blocking = 0, Nonblocking, Persistent };
 enum class Path : int { Engine = 0, Staged, Passthrough, Error, kCount };
 
 const char *coll_name(Coll c);  // "allreduce", ... (the JSON keys)
@@ -30,6 +39,11 @@ const char *path_name(Path p);  // "engine", "staged", "passthrough", "errors"
 enum class Field : int { Engine = 0, Staged, Passthrough, Errors, Bytes, IntraBytes, InterBytes, kCount };
 constexpr int kFields = static_cast<int>(Field::kCount);
 constexpr int kColls = static_cast<int>(Coll::kCount);
+constexpr int kBlockingColls = kColls / 3;  // Coll::Allreduce .. the last row's blocking form
+// The line of the stats a blocking collective's other form counts on.
+constexpr Coll coll_form(Coll blocking, Form f) {
+  return static_cast<Coll>(static_cast<int>(blocking) + static_cast<int>(f) * kBlockingColls);
+}
 constexpr int kMaxAlgos = 64;                            // engine algorithms, by table index
 // What the library itself costs, whatever the collective (the JSON's "library" object):
 //   HiddenMpi:      MPI calls gcoll makes on its own inside an intercepted call: the

@@ -13,6 +13,7 @@ const char *status_name(Status s) {
     case Status::ErrRoot: return "invalid root";
     case Status::ErrBuffer: return "invalid buffer";
     case Status::ErrArg: return "invalid argument";
+    case Status::ErrRequest: return "invalid request";
     case Status::ErrNoMem: return "out of memory";
     case Status::ErrTransport: return "transport error";
     case Status::ErrMismatch: return "a rank without gcoll";

@@ -15,6 +15,7 @@ enum class Status : int {
   ErrRoot,       // root out of range
   ErrBuffer,     // invalid buffer
   ErrArg,        // invalid argument (e.g. MPI_IN_PLACE where not allowed)
+  ErrRequest,    // a request the call may not take (a collective's active request freed or cancelled)
   ErrNoMem,      // allocation failed
   ErrTransport,  // a peer could not be reached / network error
   ErrMismatch,   // some rank of the communicator does not run gcoll (GCOLL_ENABLE=0, no libgcoll.so)

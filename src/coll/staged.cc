@@ -1,6 +1,7 @@
 #include "coll/staged.h"
 
 #include <algorithm>
+#include <memory>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -34,26 +35,53 @@ bool span_of(int count, MPI_Datatype type, Span *out) {
 }
 
 struct Stager::Impl {
-  explicit Impl(int device) : scope(device), device(device) {}
+  Impl(int device, Form form) : scope(new DeviceScope(device)), device(device), form(form) {}
   void fail(const char *msg, Status st = Status::ErrInternal) {
     if (failed) return;
     message = msg;
     status = st;
     failed = true;
   }
-  DeviceScope scope;
+  // A copy between a device buffer and its host copy, kept for later (nonblocking: the
+  // copies out, at completion; persistent: the copies in too, at every start).
+  struct Copy {
+    bool in;
+    void *dev;
+    void *host;
+    Span span;
+  };
+  bool run(const Copy &c);
+  std::unique_ptr<DeviceScope> scope;  // while the call runs (nonblocking, persistent: see leave_call)
   int device = -1;
+  Form form = Form::Blocking;
   const char *message = "";
   Status status = Status::Ok;
   cuda::Stream stream = nullptr;
   cuda::Event order = nullptr;
   bool failed = false;
   std::vector<void *> held;
+  std::vector<Copy> later;
 };
 
-Stager::Stager(int device) : impl_(new Impl(device)) {
+// One copy on the staging stream, ordered after the application's work on its default
+// streams (it may have written the buffer with work still in flight: cudaMemcpy from
+// pageable memory returns before the data lands; and a write of ours must not be
+// overtaken by an older write of the application to the same buffer).
+bool Stager::Impl::run(const Copy &c) {
+  if (failed || !c.span.bytes) return !failed;
+  char *dst = static_cast<char *>(c.in ? c.host : c.dev) + c.span.lo;
+  const char *src = static_cast<const char *>(c.in ? c.dev : c.host) + c.span.lo;
+  if (!ok(rt().order_after_default_streams(stream, order)) ||
+      !ok(rt().memcpy_async(dst, src, c.span.bytes, stream)) || !ok(rt().stream_synchronize(stream))) {
+    fail(c.in ? "copy of a device buffer to host memory failed" : "copy of the result back to device memory failed");
+    return false;
+  }
+  return true;
+}
+
+Stager::Stager(int device, Form form) : impl_(new Impl(device, form)) {
   Impl &m = *impl_;
-  if (!ok(m.scope.status())) {
+  if (!ok(m.scope->status())) {
     m.fail("cannot make the buffers' GPU current");
     return;
   }
@@ -81,41 +109,46 @@ void *Stager::host_copy(const void *dev, const Span &s, bool copy_in) {
     return nullptr;
   }
   if (h) m.held.push_back(h);
-  if (copy_in && s.bytes) {
-    // The application may have written the buffer with work still in flight on its
-    // default stream (cudaMemcpy from pageable memory returns before the data lands):
-    // the copy waits for it.
-    if (!ok(rt().order_after_default_streams(m.stream, m.order)) ||
-        !ok(rt().memcpy_async(h, static_cast<const char *>(dev) + s.lo, s.bytes, m.stream)) ||
-        !ok(rt().stream_synchronize(m.stream))) {
-      m.fail("copy of a device buffer to host memory failed");
-      return nullptr;
-    }
-  }
-  return static_cast<char *>(h) - s.lo;
+  char *base = static_cast<char *>(h) - s.lo;
+  if (copy_in) this->copy_in(dev, base, s);
+  return m.failed ? nullptr : base;
 }
 
 void Stager::copy_out(void *dev, const void *host, const Span &s) {
   Impl &m = *impl_;
-  if (m.failed || !s.bytes) return;
-  // Ordered after the application's default-stream work too: a write of ours must not
-  // be overtaken by an older write of the application to the same buffer.
-  if (!ok(rt().order_after_default_streams(m.stream, m.order)) ||
-      !ok(rt().memcpy_async(static_cast<char *>(dev) + s.lo, static_cast<const char *>(host) + s.lo, s.bytes,
-                            m.stream)) ||
-      !ok(rt().stream_synchronize(m.stream)))
-    m.fail("copy of the result back to device memory failed");
+  const Impl::Copy c{false, dev, const_cast<void *>(host), s};
+  if (m.form == Form::Blocking) m.run(c);
+  else if (!m.failed && s.bytes) m.later.push_back(c);
 }
 
 void Stager::copy_in(const void *dev, void *host, const Span &s) {
   Impl &m = *impl_;
-  if (m.failed || !s.bytes) return;
-  if (!ok(rt().order_after_default_streams(m.stream, m.order)) ||
-      !ok(rt().memcpy_async(static_cast<char *>(host) + s.lo, static_cast<const char *>(dev) + s.lo, s.bytes,
-                            m.stream)) ||
-      !ok(rt().stream_synchronize(m.stream)))
-    m.fail("copy of a device buffer to host memory failed");
+  const Impl::Copy c{true, const_cast<void *>(dev), host, s};
+  if (m.form != Form::Persistent) m.run(c);
+  else if (!m.failed && s.bytes) m.later.push_back(c);
 }
+
+void Stager::leave_call() { impl_->scope.reset(); }
+
+bool Stager::start() {
+  Impl &m = *impl_;
+  DeviceScope scope(m.device);
+  if (!ok(scope.status())) m.fail("cannot make the buffers' GPU current");
+  for (const Impl::Copy &c : m.later)
+    if (c.in && !m.run(c)) return false;
+  return !m.failed;
+}
+
+bool Stager::finish() {
+  Impl &m = *impl_;
+  DeviceScope scope(m.device);
+  if (!ok(scope.status())) m.fail("cannot make the buffers' GPU current");
+  for (const Impl::Copy &c : m.later)
+    if (!c.in && !m.run(c)) return false;
+  return !m.failed;
+}
+
+std::string Stager::why() const { return std::string(impl_->message) + " (" + rt().last_error() + ")"; }
 
 bool Stager::failed() const { return impl_->failed; }
 
@@ -124,7 +157,7 @@ StagedResult Stager::result(int mpi_rc) const {
   r.mpi_rc = mpi_rc;
   if (impl_->failed) {
     r.status = impl_->status;
-    r.why = std::string(impl_->message) + " (" + rt().last_error() + ")";
+    r.why = why();
   }
   return r;
 }
@@ -136,15 +169,15 @@ StagedResult staged_allreduce(const void *sendbuf, void *recvbuf, int count, MPI
                               MPI_Comm comm, StagedBuffers b) {
   Span s;
   if (!span_of(count, datatype, &s))  // the MPI reports the bad datatype or count, touching nothing
-    return {PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm)};
+    return {pmpi_allreduce(*b.form, sendbuf, recvbuf, count, datatype, op, comm)};
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  Stager st(b.device);
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (!in_place && b.send_device) hsend = st.host_copy(sendbuf, s, true);
   if (b.recv_device) hrecv = st.host_copy(recvbuf, s, in_place || s.holes);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Allreduce(hsend, hrecv, count, datatype, op, comm);
+  const int rc = pmpi_allreduce(*b.form, hsend, hrecv, count, datatype, op, comm);
   if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, s);
   return st.result(rc);
 }
@@ -154,12 +187,13 @@ StagedResult staged_bcast(void *buffer, int count, MPI_Datatype datatype, int ro
   Span s;
   int rank = -1;
   PMPI_Comm_rank(comm, &rank);
-  if (!b.recv_device || !span_of(count, datatype, &s)) return {PMPI_Bcast(buffer, count, datatype, root, comm)};
-  Stager st(b.device);
+  if (!b.recv_device || !span_of(count, datatype, &s))
+    return {pmpi_bcast(*b.form, buffer, count, datatype, root, comm)};
+  Stager &st = *b.stager;
   const bool is_root = rank == root;
   void *h = st.host_copy(buffer, s, is_root || s.holes);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Bcast(h, count, datatype, root, comm);
+  const int rc = pmpi_bcast(*b.form, h, count, datatype, root, comm);
   if (rc == MPI_SUCCESS && !is_root) st.copy_out(buffer, h, s);
   return st.result(rc);
 }
@@ -176,14 +210,14 @@ StagedResult staged_allgather(const void *sendbuf, int sendcount, MPI_Datatype s
   const long long total = static_cast<long long>(recvcount) * n;
   if ((!in_place && !span_of(sendcount, sendtype, &ss)) || total > 0x7fffffff ||
       !span_of(static_cast<int>(total), recvtype, &rs))
-    return {PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)};
-  Stager st(b.device);
+    return {pmpi_allgather(*b.form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (!in_place && b.send_device) hsend = st.host_copy(sendbuf, ss, true);
   if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, in_place || rs.holes);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Allgather(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, comm);
+  const int rc = pmpi_allgather(*b.form, hsend, sendcount, sendtype, hrecv, recvcount, recvtype, comm);
   if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, rs);
   return st.result(rc);
 }
@@ -198,14 +232,14 @@ StagedResult staged_reduce_scatter_block(const void *sendbuf, void *recvbuf, int
   Span ss, rs, out;
   if (total > 0x7fffffff || (!in_place && !span_of(static_cast<int>(total), datatype, &ss)) ||
       !span_of(in_place ? static_cast<int>(total) : recvcount, datatype, &rs) || !span_of(recvcount, datatype, &out))
-    return {PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)};
-  Stager st(b.device);
+    return {pmpi_reduce_scatter_block(*b.form, sendbuf, recvbuf, recvcount, datatype, op, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (!in_place && b.send_device) hsend = st.host_copy(sendbuf, ss, true);
   if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, in_place || rs.holes);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Reduce_scatter_block(hsend, hrecv, recvcount, datatype, op, comm);
+  const int rc = pmpi_reduce_scatter_block(*b.form, hsend, hrecv, recvcount, datatype, op, comm);
   // Only the result goes back (in place, the rest of the input stays as it was).
   if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, out);
   return st.result(rc);
@@ -342,15 +376,15 @@ std::vector<Span> one(const Span &s) { return s.bytes ? std::vector<Span>{s} : s
 StagedResult staged_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                            MPI_Comm comm, StagedBuffers b) {
   Span s;
-  if (!span_of(count, datatype, &s)) return {PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm)};
+  if (!span_of(count, datatype, &s)) return {pmpi_reduce(*b.form, sendbuf, recvbuf, count, datatype, op, root, comm)};
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  Stager st(b.device);
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = st.host_copy(sendbuf, s, true);
   if (b.recv_device) hrecv = st.host_copy(recvbuf, s, in_place || s.holes);  // the root's
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Reduce(hsend, hrecv, count, datatype, op, root, comm);
+  const int rc = pmpi_reduce(*b.form, hsend, hrecv, count, datatype, op, root, comm);
   if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, s);
   return st.result(rc);
 }
@@ -363,14 +397,14 @@ StagedResult staged_gather(const void *sendbuf, int sendcount, MPI_Datatype send
   std::vector<Span> blocks;  // the root's: every block but its own in place
   if (!r.valid || (b.send_device && !span_of(sendcount, sendtype, &ss)) ||
       (b.recv_device && !even_blocks(r.n, recvcount, recvtype, in_place ? r.rank : -1, &blocks)))
-    return {PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)};
-  Stager st(b.device);
+    return {pmpi_gather(*b.form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = st.host_copy(sendbuf, ss, true);
   if (b.recv_device) hrecv = stage_in(st, recvbuf, {}, blocks);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Gather(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, root, comm);
+  const int rc = pmpi_gather(*b.form, hsend, sendcount, sendtype, hrecv, recvcount, recvtype, root, comm);
   if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, blocks);
   return st.result(rc);
 }
@@ -383,14 +417,14 @@ StagedResult staged_scatter(const void *sendbuf, int sendcount, MPI_Datatype sen
   std::vector<Span> blocks;  // the root's: every block but its own in place
   if (!r.valid || (b.recv_device && !span_of(recvcount, recvtype, &rs)) ||
       (b.send_device && !even_blocks(r.n, sendcount, sendtype, in_place ? r.rank : -1, &blocks)))
-    return {PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)};
-  Stager st(b.device);
+    return {pmpi_scatter(*b.form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = stage_in(st, sendbuf, blocks, {});
   if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, rs.holes);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Scatter(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, root, comm);
+  const int rc = pmpi_scatter(*b.form, hsend, sendcount, sendtype, hrecv, recvcount, recvtype, root, comm);
   if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, rs);
   return st.result(rc);
 }
@@ -403,14 +437,14 @@ StagedResult staged_alltoall(const void *sendbuf, int sendcount, MPI_Datatype se
   std::vector<Span> sblocks, rblocks;
   if ((b.send_device && !even_blocks(n, sendcount, sendtype, -1, &sblocks)) ||
       (b.recv_device && !even_blocks(n, recvcount, recvtype, -1, &rblocks)))
-    return {PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)};
-  Stager st(b.device);
+    return {pmpi_alltoall(*b.form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = stage_in(st, sendbuf, sblocks, {});
   if (b.recv_device) hrecv = stage_in(st, recvbuf, in_place ? rblocks : std::vector<Span>{}, rblocks);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Alltoall(hsend, sendcount, sendtype, hrecv, recvcount, recvtype, comm);
+  const int rc = pmpi_alltoall(*b.form, hsend, sendcount, sendtype, hrecv, recvcount, recvtype, comm);
   if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, rblocks);
   return st.result(rc);
 }
@@ -430,15 +464,15 @@ StagedResult staged_reduce_scatter(const void *sendbuf, void *recvbuf, const int
   Span out;
   if (!good || !blocks_of(n, recvcounts, at.data(), datatype, -1, &input) ||
       !span_of(recvcounts[rank], datatype, &out))
-    return {PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)};
+    return {pmpi_reduce_scatter(*b.form, sendbuf, recvbuf, recvcounts, datatype, op, comm)};
   result = one(out);
-  Stager st(b.device);
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = stage_in(st, sendbuf, input, {});
   if (b.recv_device) hrecv = stage_in(st, recvbuf, in_place ? input : std::vector<Span>{}, result);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Reduce_scatter(hsend, hrecv, recvcounts, datatype, op, comm);
+  const int rc = pmpi_reduce_scatter(*b.form, hsend, hrecv, recvcounts, datatype, op, comm);
   // Only the result goes back (in place, the rest of the input stays as it was).
   if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, result);
   return st.result(rc);
@@ -459,14 +493,14 @@ StagedResult staged_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype 
                          (in_place && (rank < 0 || rank >= n ||
                                        !blocks_of(1, recvcounts + rank, std::vector<long long>{displs[rank]}.data(),
                                                   recvtype, -1, &mine))))))
-    return {PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)};
-  Stager st(b.device);
+    return {pmpi_allgatherv(*b.form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = st.host_copy(sendbuf, ss, true);
   if (b.recv_device) hrecv = stage_in(st, recvbuf, mine, others);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Allgatherv(hsend, sendcount, sendtype, hrecv, recvcounts, displs, recvtype, comm);
+  const int rc = pmpi_allgatherv(*b.form, hsend, sendcount, sendtype, hrecv, recvcounts, displs, recvtype, comm);
   if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, others);
   return st.result(rc);
 }
@@ -480,14 +514,14 @@ StagedResult staged_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sen
   std::vector<Span> blocks;  // the root's: every block but its own in place
   if (!r.valid || (b.send_device && !span_of(sendcount, sendtype, &ss)) ||
       (b.recv_device && !displaced_blocks(r.n, recvcounts, displs, recvtype, in_place ? r.rank : -1, &blocks)))
-    return {PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)};
-  Stager st(b.device);
+    return {pmpi_gatherv(*b.form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = st.host_copy(sendbuf, ss, true);
   if (b.recv_device) hrecv = stage_in(st, recvbuf, {}, blocks);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Gatherv(hsend, sendcount, sendtype, hrecv, recvcounts, displs, recvtype, root, comm);
+  const int rc = pmpi_gatherv(*b.form, hsend, sendcount, sendtype, hrecv, recvcounts, displs, recvtype, root, comm);
   if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, blocks);
   return st.result(rc);
 }
@@ -501,15 +535,61 @@ StagedResult staged_scatterv(const void *sendbuf, const int sendcounts[], const 
   std::vector<Span> blocks;  // the root's: every block but its own in place
   if (!r.valid || (b.recv_device && !span_of(recvcount, recvtype, &rs)) ||
       (b.send_device && !displaced_blocks(r.n, sendcounts, displs, sendtype, in_place ? r.rank : -1, &blocks)))
-    return {PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)};
-  Stager st(b.device);
+    return {pmpi_scatterv(*b.form, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)};
+  Stager &st = *b.stager;
   const void *hsend = sendbuf;
   void *hrecv = recvbuf;
   if (b.send_device) hsend = stage_in(st, sendbuf, blocks, {});
   if (b.recv_device) hrecv = st.host_copy(recvbuf, rs, rs.holes);
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc = PMPI_Scatterv(hsend, sendcounts, displs, sendtype, hrecv, recvcount, recvtype, root, comm);
+  const int rc = pmpi_scatterv(*b.form, hsend, sendcounts, displs, sendtype, hrecv, recvcount, recvtype, root, comm);
   if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(recvbuf, hrecv, rs);
+  return st.result(rc);
+}
+
+StagedResult staged_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                              void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                              MPI_Comm comm, StagedBuffers b) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const int n = group_size(comm);
+  // In place: the receive buffer's blocks are the input and the result.
+  std::vector<Span> sblocks, rblocks;
+  if ((b.send_device && !displaced_blocks(n, sendcounts, sdispls, sendtype, -1, &sblocks)) ||
+      (b.recv_device && !displaced_blocks(n, recvcounts, rdispls, recvtype, -1, &rblocks)))
+    return {pmpi_alltoallv(*b.form, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                           comm)};
+  Stager &st = *b.stager;
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device) hsend = stage_in(st, sendbuf, sblocks, {});
+  if (b.recv_device) hrecv = stage_in(st, recvbuf, in_place ? rblocks : std::vector<Span>{}, rblocks);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc =
+      pmpi_alltoallv(*b.form, hsend, sendcounts, sdispls, sendtype, hrecv, recvcounts, rdispls, recvtype, comm);
+  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, rblocks);
+  return st.result(rc);
+}
+
+StagedResult staged_scan(bool exclusive, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, StagedBuffers b) {
+  const auto mpi = [&](const void *s, void *r) {
+    return exclusive ? pmpi_exscan(*b.form, s, r, count, datatype, op, comm)
+                     : pmpi_scan(*b.form, s, r, count, datatype, op, comm);
+  };
+  Span s;
+  if (!span_of(count, datatype, &s)) return {mpi(sendbuf, recvbuf)};
+  int rank = -1;
+  PMPI_Comm_rank(comm, &rank);
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const bool gets = !exclusive || rank > 0;  // exscan: rank 0's receive buffer is not written
+  Stager &st = *b.stager;
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (!in_place && b.send_device) hsend = st.host_copy(sendbuf, s, true);
+  if (b.recv_device) hrecv = st.host_copy(recvbuf, s, in_place || s.holes);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = mpi(hsend, hrecv);
+  if (rc == MPI_SUCCESS && b.recv_device && gets) st.copy_out(recvbuf, hrecv, s);
   return st.result(rc);
 }
 

@@ -16,13 +16,23 @@
 #include <string>
 
 #include "base/status.h"
+#include "coll/mpi_forms.h"
 
 namespace gcoll {
+
+class Stager;
 
 struct StagedBuffers {
   bool send_device = false;  // send buffer (not MPI_IN_PLACE)
   bool recv_device = false;  // receive buffer; bcast buffer
   int device = 0;            // the GPU of the device buffer(s)
+  // Set by the caller of a staged_<name> function: the host copies (a Stager of the
+  // call's form, on `device`) and the form, whose MPI call the function makes
+  // (coll/mpi_forms.h): blocking, the copies back follow it; nonblocking, the MPI's
+  // request is the application's and the copies back wait for its completion
+  // (Stager::finish, pmpi/requests.h); persistent, the copies in wait for each start.
+  Stager *stager = nullptr;
+  const CallForm *form = nullptr;
 };
 
 // The outcome of a staged call: the MPI's own return code (its error handler has already
@@ -69,6 +79,14 @@ StagedResult staged_scatterv(const void *sendbuf, const int sendcounts[], const 
                              void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                              StagedBuffers b);
 
+StagedResult staged_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                              void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                              MPI_Comm comm, StagedBuffers b);
+// MPI_Scan and MPI_Exscan (`exclusive`): the receive buffer as allreduce's; rank 0 of an
+// exscan gets nothing (its receive buffer is left as it is).
+StagedResult staged_scan(bool exclusive, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, StagedBuffers b);
+
 // Where a rooted collective's arguments count on this rank (MPI-4.0 6.1: root-only
 // arguments at the root; on an intercommunicator the root's group passes MPI_ROOT or
 // MPI_PROC_NULL, the other group the root's rank).
@@ -106,7 +124,10 @@ bool span_of(int count, MPI_Datatype type, Span *out);
 // its default streams.
 class Stager {
  public:
-  explicit Stager(int device);
+  // `form`: blocking, every copy happens when asked; nonblocking, the copies out are kept
+  // for finish(); persistent, the copies in are kept for start() and the copies out for
+  // finish(). The GPU stays current until the object goes (blocking) or leave_call().
+  explicit Stager(int device, Form form = Form::Blocking);
   ~Stager();
   Stager(const Stager &) = delete;
   Stager &operator=(const Stager &) = delete;
@@ -121,6 +142,15 @@ class Stager {
   bool failed() const;
   // The outcome: the MPI's return code, or the staging failure.
   StagedResult result(int mpi_rc) const;
+  // Nonblocking and persistent forms, once the MPI's call is made: the application's
+  // current GPU back; the host copies stay until the object goes.
+  void leave_call();
+  // Persistent: the copies in, before each start of the MPI's request. false: failed
+  // (why()).
+  bool start();
+  // Nonblocking and persistent: the copies out, once the MPI's request completed.
+  bool finish();
+  std::string why() const;
 
  private:
   struct Impl;

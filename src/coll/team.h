@@ -55,7 +55,7 @@ struct Team {
     std::uint64_t answer = 0;    // that answer as team_memory.h's CallMemory (its bytes)
   };
   static constexpr int kSizeClasses = 65;  // 0 bytes, then [2^(k-1), 2^k) for k = 1..64
-  AgreedKind agreed[kColls][kSizeClasses];
+  AgreedKind agreed[kBlockingColls][kSizeClasses];  // the engine runs blocking forms only
   KindMemo memo;  // the last call's buffers and what they were (team_memory.h: classify_call)
 
   EngineSlot engine;  // gcoll's engine for it; released with the team

@@ -169,6 +169,10 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   }
   int rc = MPI_SUCCESS;
   if (path == Path::Staged) {
+    Stager stager(sb.device);
+    const CallForm blocking;
+    sb.stager = &stager;
+    sb.form = &blocking;
     const StagedResult r = staged(sb);
     if (!ok(r.status)) {
       stats.record(coll, Path::Error, 0);

@@ -162,7 +162,7 @@ std::string describe_algorithms(const std::string &user_tune) {
   // The rules per collective, in the order they are tried (the first whose algorithm
   // supports the call wins; then any algorithm of the collective that supports it).
   o << "selection, per collective, in the order tried (GCOLL_TUNE's rules come first):\n";
-  for (int c = 0; c < kColls; ++c) {
+  for (int c = 0; c < kBlockingColls; ++c) {
     const Coll coll = static_cast<Coll>(c);
     std::string ts, def;
     for (const auto &r : time_sliced_rules())

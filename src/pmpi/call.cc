@@ -81,6 +81,19 @@ int array_length(MPI_Comm comm, ArrayRanks which, int root) {
   return 0;
 }
 
+const char *form_func_name(Coll line) {
+  switch (line) {
+#define GCOLL_X(Name, lower, ...)             \
+  case Coll::Name: return "MPI_" #Name;       \
+  case Coll::I##lower: return "MPI_I" #lower; \
+  case Coll::Name##_init: return GCOLL_MPI_INIT_STR(Name);
+    GCOLL_COLLS(GCOLL_X)
+#undef GCOLL_X
+    case Coll::kCount: break;
+  }
+  return "MPI_?";
+}
+
 int finalize() {
   const int app_errno = errno;
   no_throw("MPI_Finalize (stats)", [] { before_finalize(); });

@@ -6,13 +6,16 @@
 
 #include <mpi.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <memory>
 
 #include "base/stats.h"
 #include "coll/team_call.h"
 #include "pmpi/comm_state.h"
 #include "pmpi/errors.h"
 #include "pmpi/mpi_types.h"
+#include "pmpi/requests.h"
 #include "pmpi/runtime.h"
 
 namespace gcoll {
@@ -48,12 +51,111 @@ inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Pr
                    [&](Status st, const char *why) { return raise_error(comm, st, func, why); });
 }
 
-// dispatch() behind the exception boundary (errors.h): a C++ exception from gcoll's own
-// code becomes MPI_ERR_NO_MEM / MPI_ERR_INTERN through the error handler, counted as an
-// error, and never reaches the application.
+// The nonblocking and persistent forms (pmpi/requests.h). Each rank by its own buffers,
+// with nothing agreed (a nonblocking call may not wait for its peers): host buffers go to
+// the MPI's call of the form; device buffers are staged, the MPI's call of the form made
+// on host copies (coll/staged.h), the copies back when the application sees the request
+// complete. The engine takes no call of these forms yet. Counted on the form's line
+// (nonblocking: at the call; persistent: at each start).
+template <class Mpi, class Staged, class Bytes>
+inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs, Mpi &&mpi,
+                          Staged &&staged, Bytes &&bytes) {
+  Stats &stats = process_stats();
+  const Coll line = coll_form(coll, form.form);
+  if (comm == MPI_COMM_NULL) {
+    stats.record(line, Path::Error, 0);
+    return raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
+  }
+  const int app_errno = errno;
+  const bool persistent = form.form == Form::Persistent;
+  const void *ptrs[2] = {bufs.send, bufs.recv};
+  const LocalMemory lm =
+      (bufs.send || bufs.recv) && device_memory_possible() ? classify_local(ptrs, 2, -1) : LocalMemory{};
+  std::unique_ptr<RequestOp> op;
+  Path path = Path::Passthrough;
+  int rc = MPI_SUCCESS;
+  if (!lm.device) {
+    errno = app_errno;
+    rc = mpi();
+  } else {
+    path = Path::Staged;
+    std::unique_ptr<Stager> st(new Stager(lm.ordinal, form.form));
+    StagedBuffers sb;
+    sb.send_device = lm.is_device[0];
+    sb.recv_device = lm.is_device[1];
+    sb.device = lm.ordinal;
+    sb.stager = st.get();
+    sb.form = &form;
+    const StagedResult r = staged(sb);
+    st->leave_call();
+    if (!ok(r.status)) {
+      stats.record(line, Path::Error, 0);
+      return raise_error(comm, r.status, func, r.why.c_str());
+    }
+    rc = r.mpi_rc;
+    if (rc == MPI_SUCCESS) {
+      op.reset(new RequestOp);
+      op->stager = std::move(st);
+    }
+    errno = app_errno;
+  }
+  if (rc != MPI_SUCCESS) {
+    stats.record(line, Path::Error, 0);
+    return rc;
+  }
+  const std::uint64_t b = bytes(false);
+  // A nonblocking call the MPI completed at once (a communicator of one rank, a call with
+  // nothing to move) may share its handle with every other such request (Open MPI
+  // returns &ompi_request_empty for all of them): it is never kept under it; its results
+  // go back now.
+  if (op && !persistent && form.request && *form.request != MPI_REQUEST_NULL) {
+    int done = 0;
+    if (PMPI_Request_get_status(*form.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+      if (!op->stager->finish()) {
+        const StagedResult r = op->stager->result(MPI_SUCCESS);
+        stats.record(line, Path::Error, 0);
+        return raise_error(comm, r.status, func, r.why.c_str());
+      }
+      op.reset();
+    }
+  }
+  // Persistent host calls are kept too: each start is counted.
+  if (persistent && !op) op.reset(new RequestOp);
+  if (op && form.request && *form.request != MPI_REQUEST_NULL) {
+    op->comm = comm;
+    op->coll = line;
+    op->path = path;
+    op->bytes = b;
+    op->persistent = persistent;
+    op->active = !persistent;
+    track_request(*form.request, std::move(op));
+  }
+  if (!persistent) stats.record(line, path, b);
+  GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(path));
+  return rc;
+}
+
+// The MPI's name of a collective's form ("MPI_Iallreduce"), for messages.
+const char *form_func_name(Coll line);
+inline const char *func_of(Coll blocking, const CallForm &form) {
+  return form_func_name(coll_form(blocking, form.form));
+}
+
+// dispatch() (or, for the nonblocking and persistent forms, async_dispatch()) behind the
+// exception boundary (errors.h): a C++ exception from gcoll's own code becomes
+// MPI_ERR_NO_MEM / MPI_ERR_INTERN through the error handler, counted as an error, and
+// never reaches the application. `func`: the blocking form's name (the others' are
+// derived).
 template <class Prepare, class Mpi, class Staged, class Bytes>
-inline int run_call(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi,
-                    Staged &&staged, Bytes &&bytes) {
+inline int run_call(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs,
+                    Prepare &&prepare, Mpi &&mpi, Staged &&staged, Bytes &&bytes) {
+  if (!form.blocking()) {
+    const Coll line = coll_form(coll, form.form);
+    const char *name = form_func_name(line);
+    return guarded(
+        comm, name, [&] { return async_dispatch(coll, form, name, comm, bufs, mpi, staged, bytes); },
+        [&] { process_stats().record(line, Path::Error, 0); });
+  }
   return guarded(
       comm, func, [&] { return dispatch(coll, func, comm, bufs, prepare, mpi, staged, bytes); },
       [&] { process_stats().record(coll, Path::Error, 0); });

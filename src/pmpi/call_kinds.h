@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include "base/coll_list.h"
+#include "coll/mpi_forms.h"
 
 namespace gcoll {
 
@@ -50,23 +51,7 @@ class IntArray {
 
 }  // namespace gcoll
 
-// C parameters: (KIND, name) -> "type name".
-#define GCOLL_C_PARAM(kind, name) GCOLL_C_PARAM_##kind(name)
-#define GCOLL_C_PARAM_SBUF(n) const void *n
-#define GCOLL_C_PARAM_RBUF(n) void *n
-#define GCOLL_C_PARAM_CNT(n) int n
-#define GCOLL_C_PARAM_DT(n) MPI_Datatype n
-#define GCOLL_C_PARAM_OP(n) MPI_Op n
-#define GCOLL_C_PARAM_ROOT(n) int n
-#define GCOLL_C_PARAM_COMM(n) MPI_Comm n
-#define GCOLL_C_PARAM_CNTS(n) const int n[]
-#define GCOLL_C_PARAM_DISPLS(n) const int n[]
-#define GCOLL_C_PARAM_ROOTCNTS(n) const int n[]
-#define GCOLL_C_PARAM_ROOTDISPLS(n) const int n[]
-#define GCOLL_C_PARAM_LOCALCNTS(n) const int n[]
-
-// The argument itself.
-#define GCOLL_ARG(kind, name) name
+// C parameters (GCOLL_C_PARAM) and GCOLL_ARG: coll/mpi_forms.h.
 
 // MPI-4 large-count parameters: counts are MPI_Count.
 #define GCOLL_LC_PARAM(kind, name) GCOLL_LC_PARAM_##kind(name)

@@ -11,7 +11,9 @@
 
 namespace gcoll {
 
-#define GCOLL_X(Name, lower, UPPER, ...) int lower(GCOLL_PP_MAP(GCOLL_C_PARAM, __VA_ARGS__));
+// `form`: the form the application called (blocking, nonblocking, persistent:
+// coll/mpi_forms.h), whose MPI call the function makes.
+#define GCOLL_X(Name, lower, UPPER, ...) int lower(const CallForm &form, GCOLL_PP_MAP(GCOLL_C_PARAM, __VA_ARGS__));
 GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
 
@@ -19,7 +21,7 @@ GCOLL_COLLS(GCOLL_X)
 // for the stats: what the int-count form would count. In each argument file too.
 #define GCOLL_X(Name, lower, UPPER, ...) \
   unsigned long long lower##_large_bytes(GCOLL_PP_MAP(GCOLL_LC_PARAM, __VA_ARGS__));
-GCOLL_COLLS(GCOLL_X)
+GCOLL_COUNTED_COLLS(GCOLL_X)
 #undef GCOLL_X
 
 int finalize();

@@ -15,6 +15,7 @@ int mpi_error_class(Status s) {
     case Status::ErrRoot: return MPI_ERR_ROOT;
     case Status::ErrBuffer: return MPI_ERR_BUFFER;
     case Status::ErrArg: return MPI_ERR_ARG;
+    case Status::ErrRequest: return MPI_ERR_REQUEST;
     case Status::ErrNoMem: return MPI_ERR_NO_MEM;
     case Status::ErrTransport: return MPI_ERR_OTHER;
     case Status::ErrMismatch: return MPI_ERR_OTHER;

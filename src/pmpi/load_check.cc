@@ -117,17 +117,23 @@ __attribute__((constructor)) void load_check() {
   void *h = dlopen(other->path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
   // In the order of flavor::Entry (the call list, base/coll_list.h).
   static const char *const kNames[kEntries] = {
-#define GCOLL_X(Name, ...) "MPI_" #Name,
+#define GCOLL_X(Name, lower, ...) "MPI_" #Name, "MPI_I" #lower, GCOLL_MPI_INIT_STR(Name),
       GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+#define GCOLL_R(Name, lower, UPPER) "MPI_" #Name,
+      GCOLL_REQUEST_CALLS(GCOLL_R)
+#undef GCOLL_R
       "MPI_Finalize",
-#define GCOLL_X(Name, ...) "MPI_" #Name "_c",
-      GCOLL_COLLS(GCOLL_X)
+#define GCOLL_X(Name, lower, ...) "MPI_" #Name "_c", "MPI_I" #lower "_c", GCOLL_MPI_INIT_STR(Name) "_c",
+      GCOLL_COUNTED_COLLS(GCOLL_X)
 #undef GCOLL_X
       "mpi_finalize_",
-#define GCOLL_X(Name, lower, ...) "mpi_" #lower "_",
+#define GCOLL_X(Name, lower, ...) "mpi_" #lower "_", "mpi_i" #lower "_", GCOLL_MPI_F_INIT_STR(lower),
       GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+#define GCOLL_R(Name, lower, UPPER) "mpi_" #lower "_",
+      GCOLL_REQUEST_CALLS(GCOLL_R)
+#undef GCOLL_R
   };
   for (int e = 0; e < kEntries; ++e)  // C ones from the program's MPI, Fortran ones from the next library
     g_foreign[e] = e < kFFinalize ? (h ? dlsym(h, kNames[e]) : nullptr) : dlsym(RTLD_NEXT, kNames[e]);

@@ -37,6 +37,7 @@
 #include <mpi.h>
 
 #include "base/coll_list.h"
+#include "coll/mpi_forms.h"
 
 // GCOLL_MPI_FORTRAN_ENTRY_POINTS: gcoll defines every Fortran spelling (Open MPI).
 // GCOLL_MPI_FORTRAN_FINALIZE_F08: gcoll defines mpi_finalize_f08_ only (MPICH).
@@ -112,20 +113,35 @@ inline const char *built_for() { return kBuiltAbi ? "the MPI standard ABI" : kMp
 //     MPI calls to gcoll's MPI (Fortran programs whose C MPI library is only an indirect
 //     dependency): nothing can run correctly then.
 // foreign() is null when the process runs under gcoll's own MPI.
+//
+// The completion and persistent calls gcoll defines beside the collectives' forms
+// (pmpi/requests.h): X(Name, lower, UPPER) for MPI_<Name> and the Fortran spellings.
+#define GCOLL_REQUEST_CALLS(X)                                                                        \
+  X(Wait, wait, WAIT) X(Test, test, TEST) X(Waitall, waitall, WAITALL) X(Testall, testall, TESTALL)    \
+  X(Waitany, waitany, WAITANY) X(Testany, testany, TESTANY) X(Waitsome, waitsome, WAITSOME)             \
+  X(Testsome, testsome, TESTSOME) X(Request_get_status, request_get_status, REQUEST_GET_STATUS)         \
+  X(Request_free, request_free, REQUEST_FREE) X(Start, start, START) X(Startall, startall, STARTALL)    \
+  X(Cancel, cancel, CANCEL)
 // One entry per row of the call list (base/coll_list.h) and form, then MPI_Finalize:
 // C, C with MPI-4 large counts, Fortran (from kFFinalize on).
 enum Entry {
-#define GCOLL_X(Name, ...) k##Name,
+#define GCOLL_X(Name, lower, ...) k##Name, kI##lower, kInit_##lower,
   GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+#define GCOLL_R(Name, lower, UPPER) k##Name,
+  GCOLL_REQUEST_CALLS(GCOLL_R)
+#undef GCOLL_R
   kFinalize,
-#define GCOLL_X(Name, ...) k##Name##C,
-  GCOLL_COLLS(GCOLL_X)
+#define GCOLL_X(Name, lower, ...) k##Name##C, kI##lower##C, kInit_##lower##C,
+  GCOLL_COUNTED_COLLS(GCOLL_X)
 #undef GCOLL_X
   kFFinalize,
-#define GCOLL_X(Name, ...) kF##Name,
+#define GCOLL_X(Name, lower, ...) kF##Name, kFI##lower, kFInit_##lower,
   GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+#define GCOLL_R(Name, lower, UPPER) kF##Name,
+  GCOLL_REQUEST_CALLS(GCOLL_R)
+#undef GCOLL_R
   kEntries
 };
 extern void *g_foreign[kEntries];

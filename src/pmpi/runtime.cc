@@ -18,6 +18,7 @@
 #include "pmpi/comm_state.h"
 #include "coll/deviate.h"
 #include "pmpi/errors.h"
+#include "pmpi/requests.h"
 #include "coll/pack.h"
 #include "coll/staged.h"
 
@@ -57,6 +58,7 @@ int teardown(MPI_Comm, int, void *, void *) {
   GCOLL_INFO("teardown in MPI_Finalize");
   const bool done = no_throw("teardown in MPI_Finalize", [] {
     release_all_comm_states();
+    release_requests();  // what an erroneous program never completed (its host copies)
     release_staging();
     release_pack_comm();
     engine_shutdown();

@@ -4,10 +4,9 @@
 
 namespace gcoll {
 
-int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-              MPI_Datatype recvtype, MPI_Comm comm) {
-  if (!library_active())
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+int allgather(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  if (!library_active()) return pmpi_allgather(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   // By type signature (pack.h): every rank's block is recvcount x recvtype size bytes,
   // the same on every rank whatever its datatypes; a rank whose layouts are not one run
   // packs.
@@ -38,16 +37,18 @@ int allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
   if (sendbuf != MPI_IN_PLACE && sendcount > 0) bufs.send = sendbuf;
   if (recvcount > 0) bufs.recv = recvbuf;
   return run_call(
-      Coll::Allgather, "MPI_Allgather", comm, bufs, prepare,
-      [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+      Coll::Allgather, form, "MPI_Allgather", comm, bufs, prepare,
+      [&] { return pmpi_allgather(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
       [&](StagedBuffers sb) {
         return staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
       [&](bool) {
         int inter = 0, n = 0;
         PMPI_Comm_test_inter(comm, &inter);
-        if (inter) PMPI_Comm_remote_size(comm, &n);
-        else PMPI_Comm_size(comm, &n);
+        if (inter)
+          PMPI_Comm_remote_size(comm, &n);
+        else
+          PMPI_Comm_size(comm, &n);
         return payload(recvcount, recvtype) * static_cast<std::uint64_t>(n);
       });
 }
@@ -56,8 +57,10 @@ unsigned long long allgather_large_bytes(const void *, MPI_Count, MPI_Datatype, 
                                          MPI_Datatype recvtype, MPI_Comm comm) {
   int inter = 0, n = 0;
   PMPI_Comm_test_inter(comm, &inter);
-  if (inter) PMPI_Comm_remote_size(comm, &n);
-  else PMPI_Comm_size(comm, &n);
+  if (inter)
+    PMPI_Comm_remote_size(comm, &n);
+  else
+    PMPI_Comm_size(comm, &n);
   return payload(recvcount, recvtype) * static_cast<std::uint64_t>(n > 0 ? n : 0);
 }
 

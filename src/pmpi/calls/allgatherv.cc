@@ -20,10 +20,10 @@
 
 namespace gcoll {
 
-int allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-               const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+int allgatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
   if (!library_active())
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return pmpi_allgatherv(form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int n = comm == MPI_COMM_NULL ? 0 : group_size(comm);
   // Negative counts: reported here (MPICH crashes on some); a missing array goes to the MPI.
@@ -81,13 +81,13 @@ int allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     return true;
   };
   return run_call(
-      Coll::Allgatherv, "MPI_Allgatherv", comm, bufs, prepare,
+      Coll::Allgatherv, form, "MPI_Allgatherv", comm, bufs, prepare,
       [&] {
-        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Allgatherv", "negative count");
-        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+        if (negative) return raise_error(comm, Status::ErrCount, func_of(Coll::Allgatherv, form), "negative count");
+        return pmpi_allgatherv(form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
       },
       [&](StagedBuffers sb) -> StagedResult {
-        if (negative) return {raise_error(comm, Status::ErrCount, "MPI_Allgatherv", "negative count")};
+        if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Allgatherv, form), "negative count")};
         return staged_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, sb);
       },
       [&](bool) { return payload(total, recvtype); });

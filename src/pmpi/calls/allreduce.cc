@@ -4,8 +4,9 @@
 
 namespace gcoll {
 
-int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  if (!library_active()) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+int allreduce(const CallForm &form, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm) {
+  if (!library_active()) return pmpi_allreduce(form, sendbuf, recvbuf, count, datatype, op, comm);
   // Reductions: MPI requires the same count and datatype on every rank.
   const auto prepare = [&](CollArgs *a, PackPlan *) {
     const bool in_place = sendbuf == MPI_IN_PLACE;
@@ -24,12 +25,12 @@ int allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
     bufs.recv = recvbuf;
   }
   return run_call(
-      Coll::Allreduce, "MPI_Allreduce", comm, bufs, prepare,
+      Coll::Allreduce, form, "MPI_Allreduce", comm, bufs, prepare,
       [&] {
         // MPICH 4.0.2's PMPI_Allreduce crashes on a negative count (a memcpy of -4 bytes):
         // reported here, with the class Open MPI gives it.
-        if (count < 0) return raise_error(comm, Status::ErrCount, "MPI_Allreduce", "negative count");
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+        if (count < 0) return raise_error(comm, Status::ErrCount, func_of(Coll::Allreduce, form), "negative count");
+        return pmpi_allreduce(form, sendbuf, recvbuf, count, datatype, op, comm);
       },
       [&](StagedBuffers sb) { return staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm, sb); },
       [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });

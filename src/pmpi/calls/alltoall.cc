@@ -8,9 +8,9 @@
 
 namespace gcoll {
 
-int alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-             MPI_Datatype recvtype, MPI_Comm comm) {
-  if (!library_active()) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+int alltoall(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+             int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  if (!library_active()) return pmpi_alltoall(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
   // Negative counts: reported here (MPICH crashes on some); in place, sendcount is ignored.
   const bool negative = recvcount < 0 || (!in_place && sendcount < 0);
@@ -46,13 +46,13 @@ int alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *re
     return true;
   };
   return run_call(
-      Coll::Alltoall, "MPI_Alltoall", comm, bufs, prepare,
+      Coll::Alltoall, form, "MPI_Alltoall", comm, bufs, prepare,
       [&] {
-        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Alltoall", "negative count");
-        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        if (negative) return raise_error(comm, Status::ErrCount, func_of(Coll::Alltoall, form), "negative count");
+        return pmpi_alltoall(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
       },
       [&](StagedBuffers sb) -> StagedResult {
-        if (negative) return {raise_error(comm, Status::ErrCount, "MPI_Alltoall", "negative count")};
+        if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Alltoall, form), "negative count")};
         return staged_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
       [&](bool) { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(group_size(comm)); });

@@ -4,8 +4,8 @@
 
 namespace gcoll {
 
-int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  if (!library_active()) return PMPI_Bcast(buffer, count, datatype, root, comm);
+int bcast(const CallForm &form, void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  if (!library_active()) return pmpi_bcast(form, buffer, count, datatype, root, comm);
   // By type signature (pack.h): the engine moves count x type size bytes, the same on
   // every rank whatever its datatype; a rank whose layout is not one run packs.
   const auto prepare = [&](CollArgs *a, PackPlan *plan) {
@@ -23,7 +23,8 @@ int bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
   Buffers bufs;
   if (count > 0) bufs.recv = buffer;
   return run_call(
-      Coll::Bcast, "MPI_Bcast", comm, bufs, prepare, [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); },
+      Coll::Bcast, form, "MPI_Bcast", comm, bufs, prepare,
+      [&] { return pmpi_bcast(form, buffer, count, datatype, root, comm); },
       [&](StagedBuffers sb) { return staged_bcast(buffer, count, datatype, root, comm, sb); },
       [&](bool) {
         // (the engine takes derived datatypes too: only predefined sizes are remembered)

@@ -8,9 +8,10 @@
 
 namespace gcoll {
 
-int gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-           MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  if (!library_active()) return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+int gather(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+           int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  if (!library_active())
+    return pmpi_gather(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   const RootRole r = root_role(comm, root);
   const bool in_place = r.root && !r.inter && sendbuf == MPI_IN_PLACE;
   const bool sends = r.member && !in_place;
@@ -20,27 +21,29 @@ int gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recv
   if (sends && sendcount > 0) bufs.send = sendbuf;
   if (r.root && recvcount > 0 && r.n > 0) bufs.recv = recvbuf;
   return run_call(
-      Coll::Gather, "MPI_Gather", comm, bufs, engine_declines,
+      Coll::Gather, form, "MPI_Gather", comm, bufs, engine_declines,
       [&] {
-        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Gather", "negative count");
-        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        if (negative) return raise_error(comm, Status::ErrCount, func_of(Coll::Gather, form), "negative count");
+        return pmpi_gather(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
       },
       [&](StagedBuffers sb) -> StagedResult {
-        if (negative) return {raise_error(comm, Status::ErrCount, "MPI_Gather", "negative count")};
+        if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Gather, form), "negative count")};
         return staged_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, sb);
       },
       [&](bool) {
         // The root: what it gathers; the others: their block.
-        return r.root ? payload(recvcount, recvtype) * static_cast<std::uint64_t>(r.n)
-                      : r.member ? payload(sendcount, sendtype) : 0;
+        return r.root     ? payload(recvcount, recvtype) * static_cast<std::uint64_t>(r.n)
+               : r.member ? payload(sendcount, sendtype)
+                          : 0;
       });
 }
 
 unsigned long long gather_large_bytes(const void *, MPI_Count sendcount, MPI_Datatype sendtype, void *,
                                       MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   const RootRole r = root_role(comm, root);
-  return r.root ? payload(recvcount, recvtype) * static_cast<std::uint64_t>(r.n)
-                : r.member ? payload(sendcount, sendtype) : 0;
+  return r.root     ? payload(recvcount, recvtype) * static_cast<std::uint64_t>(r.n)
+         : r.member ? payload(sendcount, sendtype)
+                    : 0;
 }
 
 }  // namespace gcoll

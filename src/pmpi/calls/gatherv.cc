@@ -8,10 +8,10 @@
 
 namespace gcoll {
 
-int gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-            const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
+int gatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (!library_active())
-    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    return pmpi_gatherv(form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
   const RootRole r = root_role(comm, root);
   const bool in_place = r.root && !r.inter && sendbuf == MPI_IN_PLACE;
   const bool sends = r.member && !in_place;
@@ -24,13 +24,13 @@ int gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *rec
   if (sends && sendcount > 0) bufs.send = sendbuf;
   if (r.root && recvcounts && displs && total > 0) bufs.recv = recvbuf;
   return run_call(
-      Coll::Gatherv, "MPI_Gatherv", comm, bufs, engine_declines,
+      Coll::Gatherv, form, "MPI_Gatherv", comm, bufs, engine_declines,
       [&] {
-        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Gatherv", "negative count");
-        return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+        if (negative) return raise_error(comm, Status::ErrCount, func_of(Coll::Gatherv, form), "negative count");
+        return pmpi_gatherv(form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
       },
       [&](StagedBuffers sb) -> StagedResult {
-        if (negative) return {raise_error(comm, Status::ErrCount, "MPI_Gatherv", "negative count")};
+        if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Gatherv, form), "negative count")};
         return staged_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, sb);
       },
       [&](bool) {

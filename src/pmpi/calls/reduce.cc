@@ -8,8 +8,9 @@
 
 namespace gcoll {
 
-int reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
-  if (!library_active()) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+int reduce(const CallForm &form, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+           int root, MPI_Comm comm) {
+  if (!library_active()) return pmpi_reduce(form, sendbuf, recvbuf, count, datatype, op, root, comm);
   const RootRole r = root_role(comm, root);
   // (as MPI_Allreduce: MPICH 4.0.2 crashes on negative counts; the count counts wherever
   // a buffer does)
@@ -35,13 +36,13 @@ int reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
     return true;
   };
   return run_call(
-      Coll::Reduce, "MPI_Reduce", comm, bufs, prepare,
+      Coll::Reduce, form, "MPI_Reduce", comm, bufs, prepare,
       [&] {
-        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Reduce", "negative count");
-        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+        if (negative) return raise_error(comm, Status::ErrCount, func_of(Coll::Reduce, form), "negative count");
+        return pmpi_reduce(form, sendbuf, recvbuf, count, datatype, op, root, comm);
       },
       [&](StagedBuffers sb) -> StagedResult {
-        if (negative) return {raise_error(comm, Status::ErrCount, "MPI_Reduce", "negative count")};
+        if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Reduce, form), "negative count")};
         return staged_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, sb);
       },
       [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });

@@ -8,9 +8,9 @@
 
 namespace gcoll {
 
-int reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
-                         MPI_Comm comm) {
-  if (!library_active()) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+int reduce_scatter_block(const CallForm &form, const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm) {
+  if (!library_active()) return pmpi_reduce_scatter_block(form, sendbuf, recvbuf, recvcount, datatype, op, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const auto blocks = [&] { return static_cast<long long>(recvcount) * comm_size(comm); };
   const auto prepare = [&](CollArgs *a, PackPlan *) {
@@ -31,13 +31,16 @@ int reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_
     bufs.recv = recvbuf;
   }
   return run_call(
-      Coll::Reduce_scatter_block, "MPI_Reduce_scatter_block", comm, bufs, prepare,
+      Coll::Reduce_scatter_block, form, "MPI_Reduce_scatter_block", comm, bufs, prepare,
       [&] {
         // (as MPI_Allreduce: MPICH 4.0.2 crashes on negative counts)
-        if (recvcount < 0) return raise_error(comm, Status::ErrCount, "MPI_Reduce_scatter_block", "negative count");
-        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+        if (recvcount < 0)
+          return raise_error(comm, Status::ErrCount, func_of(Coll::Reduce_scatter_block, form), "negative count");
+        return pmpi_reduce_scatter_block(form, sendbuf, recvbuf, recvcount, datatype, op, comm);
       },
-      [&](StagedBuffers sb) { return staged_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, sb); },
+      [&](StagedBuffers sb) {
+        return staged_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, sb);
+      },
       [&](bool predefined) {
         const long long total = blocks();
         return predefined ? payload_predefined(total, datatype) : payload(total, datatype);

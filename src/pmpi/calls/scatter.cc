@@ -7,9 +7,10 @@
 
 namespace gcoll {
 
-int scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-            MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  if (!library_active()) return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+int scatter(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  if (!library_active())
+    return pmpi_scatter(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   const RootRole r = root_role(comm, root);
   const bool in_place = r.root && !r.inter && recvbuf == MPI_IN_PLACE;
   const bool receives = r.member && !in_place;
@@ -19,27 +20,29 @@ int scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *rec
   if (r.root && sendcount > 0 && r.n > 0) bufs.send = sendbuf;
   if (receives && recvcount > 0) bufs.recv = recvbuf;
   return run_call(
-      Coll::Scatter, "MPI_Scatter", comm, bufs, engine_declines,
+      Coll::Scatter, form, "MPI_Scatter", comm, bufs, engine_declines,
       [&] {
-        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Scatter", "negative count");
-        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        if (negative) return raise_error(comm, Status::ErrCount, func_of(Coll::Scatter, form), "negative count");
+        return pmpi_scatter(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
       },
       [&](StagedBuffers sb) -> StagedResult {
-        if (negative) return {raise_error(comm, Status::ErrCount, "MPI_Scatter", "negative count")};
+        if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Scatter, form), "negative count")};
         return staged_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, sb);
       },
       [&](bool) {
         // The root: what it scatters; the others: their block.
-        return r.root ? payload(sendcount, sendtype) * static_cast<std::uint64_t>(r.n)
-                      : r.member ? payload(recvcount, recvtype) : 0;
+        return r.root     ? payload(sendcount, sendtype) * static_cast<std::uint64_t>(r.n)
+               : r.member ? payload(recvcount, recvtype)
+                          : 0;
       });
 }
 
 unsigned long long scatter_large_bytes(const void *, MPI_Count sendcount, MPI_Datatype sendtype, void *,
                                        MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   const RootRole r = root_role(comm, root);
-  return r.root ? payload(sendcount, sendtype) * static_cast<std::uint64_t>(r.n)
-                : r.member ? payload(recvcount, recvtype) : 0;
+  return r.root     ? payload(sendcount, sendtype) * static_cast<std::uint64_t>(r.n)
+         : r.member ? payload(recvcount, recvtype)
+                    : 0;
 }
 
 }  // namespace gcoll

@@ -7,10 +7,10 @@
 
 namespace gcoll {
 
-int scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf,
-             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+int scatterv(const CallForm &form, const void *sendbuf, const int sendcounts[], const int displs[],
+             MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (!library_active())
-    return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return pmpi_scatterv(form, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
   const RootRole r = root_role(comm, root);
   const bool in_place = r.root && !r.inter && recvbuf == MPI_IN_PLACE;
   const bool receives = r.member && !in_place;
@@ -23,13 +23,13 @@ int scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MP
   if (r.root && sendcounts && displs && total > 0) bufs.send = sendbuf;
   if (receives && recvcount > 0) bufs.recv = recvbuf;
   return run_call(
-      Coll::Scatterv, "MPI_Scatterv", comm, bufs, engine_declines,
+      Coll::Scatterv, form, "MPI_Scatterv", comm, bufs, engine_declines,
       [&] {
-        if (negative) return raise_error(comm, Status::ErrCount, "MPI_Scatterv", "negative count");
-        return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        if (negative) return raise_error(comm, Status::ErrCount, func_of(Coll::Scatterv, form), "negative count");
+        return pmpi_scatterv(form, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
       },
       [&](StagedBuffers sb) -> StagedResult {
-        if (negative) return {raise_error(comm, Status::ErrCount, "MPI_Scatterv", "negative count")};
+        if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Scatterv, form), "negative count")};
         return staged_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, sb);
       },
       [&](bool) {

@@ -1,0 +1,364 @@
+#include "pmpi/requests.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "pmpi/errors.h"
+
+namespace gcoll {
+
+namespace {
+
+// The table: the MPI's handle -> the ops kept beside it. A handle has one live op; a
+// second one appears only for a moment, when the MPI hands out a just-freed handle again
+// before the thread that completed it dropped its op (the newest is the live one; ops go
+// by identity).
+struct Table {
+  std::mutex mu;
+  std::unordered_map<std::uintptr_t, std::vector<RequestOp *>> ops;
+};
+Table &table() {
+  static Table *t = new Table;  // never destroyed: completion calls may come during exit
+  return *t;
+}
+std::atomic<int> g_tracked{0};
+
+std::uintptr_t key_of(MPI_Request r) {
+  std::uintptr_t k = 0;
+  std::memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+  return k;
+}
+
+RequestOp *find(MPI_Request r) {
+  Table &t = table();
+  std::lock_guard<std::mutex> g(t.mu);
+  const auto it = t.ops.find(key_of(r));
+  return it == t.ops.end() || it->second.empty() ? nullptr : it->second.back();
+}
+
+void drop(MPI_Request handle_at_start, RequestOp *op) {
+  Table &t = table();
+  {
+    std::lock_guard<std::mutex> g(t.mu);
+    const auto it = t.ops.find(key_of(handle_at_start));
+    if (it != t.ops.end()) {
+      auto &v = it->second;
+      for (auto p = v.begin(); p != v.end(); ++p)
+        if (*p == op) {
+          v.erase(p);
+          g_tracked.fetch_sub(1, std::memory_order_relaxed);
+          break;
+        }
+      if (v.empty()) t.ops.erase(it);
+    }
+  }
+  delete op;
+}
+
+}  // namespace
+
+void track_request(MPI_Request r, std::unique_ptr<RequestOp> op) {
+  Table &t = table();
+  std::lock_guard<std::mutex> g(t.mu);
+  t.ops[key_of(r)].push_back(op.release());
+  g_tracked.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool requests_tracked() { return g_tracked.load(std::memory_order_relaxed) != 0; }
+
+Watch::Watch(int n, const MPI_Request *requests) {
+  if (!requests_tracked() || !requests) return;
+  for (int i = 0; i < n; ++i)
+    if (requests[i] != MPI_REQUEST_NULL)
+      if (RequestOp *op = find(requests[i])) {
+        // A handle given twice (erroneous for an active request; an inactive persistent
+        // one may be): its op is finished once, for the first.
+        bool seen = false;
+        for (const auto &e : ops_) seen = seen || e.second == op;
+        if (!seen) ops_.push_back({i, op});
+      }
+  handles_.reserve(ops_.size());
+  for (const auto &e : ops_) handles_.push_back(requests[e.first]);
+}
+
+RequestOp *Watch::op(int i) const {
+  for (const auto &e : ops_)
+    if (e.first == i) return e.second;
+  return nullptr;
+}
+
+MPI_Request Watch::handle(int i) const {
+  for (std::size_t k = 0; k < ops_.size(); ++k)
+    if (ops_[k].first == i) return handles_[k];
+  return MPI_REQUEST_NULL;
+}
+
+int Watch::completed(int i) {
+  RequestOp *op = this->op(i);
+  if (!op) return MPI_SUCCESS;
+  StagedResult r;
+  if (op->stager && op->active && !op->finished && !op->stager->finish()) r = op->stager->result(MPI_SUCCESS);
+  op->active = false;
+  op->finished = false;
+  const MPI_Comm comm = op->comm;
+  const Coll coll = op->coll;
+  if (!op->persistent) {
+    drop(handle(i), op);
+    for (auto &e : ops_)
+      if (e.first == i) e.second = nullptr;
+  }
+  if (ok(r.status)) return MPI_SUCCESS;
+  process_stats().record(coll, Path::Error, 0);
+  return raise_error(comm, r.status, "MPI_Wait", r.why.c_str());
+}
+
+int Watch::all_completed() {
+  int rc = MPI_SUCCESS;
+  for (std::size_t k = 0; k < ops_.size(); ++k) {
+    const int e = ops_[k].second ? completed(ops_[k].first) : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS) rc = e;
+  }
+  return rc;
+}
+
+int Watch::before_start(int i, const char *func) {
+  RequestOp *op = this->op(i);
+  if (!op || !op->persistent) return MPI_SUCCESS;  // not gcoll's, or not persistent: the MPI judges
+  if (op->active)
+    return raise_error(op->comm, Status::ErrRequest, func, "the persistent collective request is already active");
+  if (op->stager && !op->stager->start()) {
+    const StagedResult r = op->stager->result(MPI_SUCCESS);
+    process_stats().record(op->coll, Path::Error, 0);
+    return raise_error(op->comm, r.status, func, r.why.c_str());
+  }
+  return MPI_SUCCESS;
+}
+
+void Watch::started(int i) {
+  RequestOp *op = this->op(i);
+  if (!op || !op->persistent) return;
+  op->active = true;
+  op->finished = false;
+  process_stats().record(op->coll, op->path, op->bytes);
+}
+
+void Watch::freed(int i) {
+  RequestOp *op = this->op(i);
+  if (!op) return;
+  drop(handle(i), op);
+  for (auto &e : ops_)
+    if (e.first == i) e.second = nullptr;
+}
+
+int Watch::status_complete(int i) {
+  RequestOp *op = this->op(i);
+  if (!op || !op->active || op->finished) return MPI_SUCCESS;
+  // Complete, not yet freed: the results go back now (the application may read them).
+  op->finished = true;
+  if (op->stager && !op->stager->finish()) {
+    const StagedResult r = op->stager->result(MPI_SUCCESS);
+    process_stats().record(op->coll, Path::Error, 0);
+    return raise_error(op->comm, r.status, "MPI_Request_get_status", r.why.c_str());
+  }
+  return MPI_SUCCESS;
+}
+
+int Watch::may_free(int i) {
+  RequestOp *op = this->op(i);
+  if (op && op->active && !op->finished)
+    return raise_error(op->comm, Status::ErrRequest, "MPI_Request_free",
+                       "the request of a nonblocking or active persistent collective may not be freed (MPI-4.1 "
+                       "6.12); complete it with MPI_Wait or MPI_Test");
+  return MPI_SUCCESS;
+}
+
+int Watch::may_cancel(int i) {
+  if (RequestOp *op = this->op(i))
+    return raise_error(op->comm, Status::ErrRequest, "MPI_Cancel",
+                       "the request of a nonblocking or persistent collective may not be cancelled (MPI-4.1 6.12)");
+  return MPI_SUCCESS;
+}
+
+// ---- the entry points ------------------------------------------------------------------
+
+namespace {
+
+// A completion call's own error (a copy back failed) in an array call: in the request's
+// status where there is one (MPI_ERR_IN_STATUS), else the call's return code.
+int fold(int rc, int i, int e, MPI_Status statuses[]) {
+  if (e == MPI_SUCCESS) return rc;
+  if (statuses != MPI_STATUSES_IGNORE) {
+    statuses[i].MPI_ERROR = e;
+    return MPI_ERR_IN_STATUS;
+  }
+  return rc == MPI_SUCCESS ? e : rc;
+}
+
+// After the MPI's Waitall/Testall (complete): each op, errors folded into the statuses.
+int all_done(Watch &w, int count, MPI_Status statuses[]) {
+  int rc = MPI_SUCCESS;
+  for (int i = 0; i < count; ++i)
+    if (w.op(i)) rc = fold(rc, i, w.completed(i), statuses);
+  return rc;
+}
+
+}  // namespace
+
+int wait(MPI_Request *request, MPI_Status *status) {
+  if (!requests_tracked() || !request) return PMPI_Wait(request, status);
+  Watch w(1, request);
+  const int rc = PMPI_Wait(request, status);
+  if (!w.any() || rc != MPI_SUCCESS) return rc;
+  return w.completed(0);
+}
+
+int test(MPI_Request *request, int *flag, MPI_Status *status) {
+  if (!requests_tracked() || !request) return PMPI_Test(request, flag, status);
+  Watch w(1, request);
+  const int rc = PMPI_Test(request, flag, status);
+  if (!w.any() || rc != MPI_SUCCESS || !*flag) return rc;
+  return w.completed(0);
+}
+
+int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!requests_tracked()) return PMPI_Waitall(count, requests, statuses);
+  Watch w(count, requests);
+  const int rc = PMPI_Waitall(count, requests, statuses);
+  if (!w.any()) return rc;
+  if (rc == MPI_SUCCESS) return all_done(w, count, statuses);
+  // Some failed: those whose status says success completed.
+  if (rc == MPI_ERR_IN_STATUS && statuses != MPI_STATUSES_IGNORE)
+    for (int i = 0; i < count; ++i)
+      if (w.op(i) && statuses[i].MPI_ERROR == MPI_SUCCESS) fold(rc, i, w.completed(i), statuses);
+  return rc;
+}
+
+int testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  if (!requests_tracked()) return PMPI_Testall(count, requests, flag, statuses);
+  Watch w(count, requests);
+  const int rc = PMPI_Testall(count, requests, flag, statuses);
+  if (!w.any() || !*flag) return rc;
+  if (rc == MPI_SUCCESS) return all_done(w, count, statuses);
+  if (rc == MPI_ERR_IN_STATUS && statuses != MPI_STATUSES_IGNORE)
+    for (int i = 0; i < count; ++i)
+      if (w.op(i) && statuses[i].MPI_ERROR == MPI_SUCCESS) fold(rc, i, w.completed(i), statuses);
+  return rc;
+}
+
+int waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  if (!requests_tracked()) return PMPI_Waitany(count, requests, index, status);
+  Watch w(count, requests);
+  const int rc = PMPI_Waitany(count, requests, index, status);
+  if (!w.any() || rc != MPI_SUCCESS || *index == MPI_UNDEFINED) return rc;
+  return w.completed(*index);
+}
+
+int testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  if (!requests_tracked()) return PMPI_Testany(count, requests, index, flag, status);
+  Watch w(count, requests);
+  const int rc = PMPI_Testany(count, requests, index, flag, status);
+  if (!w.any() || rc != MPI_SUCCESS || !*flag || *index == MPI_UNDEFINED) return rc;
+  return w.completed(*index);
+}
+
+namespace {
+
+int some_done(Watch &w, int rc, int outcount, const int indices[], MPI_Status statuses[]) {
+  if (!w.any() || outcount == MPI_UNDEFINED) return rc;
+  int out = rc;
+  for (int k = 0; k < outcount; ++k) {
+    const int i = indices[k];
+    if (!w.op(i)) continue;
+    // With MPI_ERR_IN_STATUS, only the ones whose status says success completed.
+    if (rc != MPI_SUCCESS && (statuses == MPI_STATUSES_IGNORE || statuses[k].MPI_ERROR != MPI_SUCCESS)) continue;
+    const int e = w.completed(i);
+    if (e != MPI_SUCCESS) {
+      if (statuses != MPI_STATUSES_IGNORE) {
+        statuses[k].MPI_ERROR = e;
+        out = MPI_ERR_IN_STATUS;
+      } else if (out == MPI_SUCCESS) {
+        out = e;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
+  if (!requests_tracked()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  Watch w(incount, requests);
+  const int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
+  return some_done(w, rc, *outcount, indices, statuses);
+}
+
+int testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
+  if (!requests_tracked()) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  Watch w(incount, requests);
+  const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
+  return some_done(w, rc, *outcount, indices, statuses);
+}
+
+int request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+  if (!requests_tracked()) return PMPI_Request_get_status(request, flag, status);
+  Watch w(1, &request);
+  const int rc = PMPI_Request_get_status(request, flag, status);
+  if (!w.any() || rc != MPI_SUCCESS || !*flag) return rc;
+  return w.status_complete(0);
+}
+
+int request_free(MPI_Request *request) {
+  if (!requests_tracked() || !request) return PMPI_Request_free(request);
+  Watch w(1, request);
+  const int e = w.may_free(0);
+  if (e != MPI_SUCCESS) return e;
+  const int rc = PMPI_Request_free(request);
+  if (rc == MPI_SUCCESS) w.freed(0);
+  return rc;
+}
+
+int start(MPI_Request *request) {
+  if (!requests_tracked() || !request) return PMPI_Start(request);
+  Watch w(1, request);
+  const int e = w.before_start(0, "MPI_Start");
+  if (e != MPI_SUCCESS) return e;
+  const int rc = PMPI_Start(request);
+  if (rc == MPI_SUCCESS) w.started(0);
+  return rc;
+}
+
+int startall(int count, MPI_Request requests[]) {
+  if (!requests_tracked()) return PMPI_Startall(count, requests);
+  Watch w(count, requests);
+  for (int i = 0; i < count; ++i) {
+    const int e = w.before_start(i, "MPI_Startall");
+    if (e != MPI_SUCCESS) return e;
+  }
+  const int rc = PMPI_Startall(count, requests);
+  if (rc == MPI_SUCCESS)
+    for (int i = 0; i < count; ++i) w.started(i);
+  return rc;
+}
+
+int cancel(MPI_Request *request) {
+  if (!requests_tracked() || !request) return PMPI_Cancel(request);
+  Watch w(1, request);
+  const int e = w.may_cancel(0);
+  return e != MPI_SUCCESS ? e : PMPI_Cancel(request);
+}
+
+void release_requests() {
+  Table &t = table();
+  std::lock_guard<std::mutex> g(t.mu);
+  for (auto &e : t.ops)
+    for (RequestOp *op : e.second) delete op;
+  t.ops.clear();
+  g_tracked.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace gcoll
