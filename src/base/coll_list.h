@@ -24,6 +24,13 @@
 //   ROOTCNTS    const int[]  counts the root alone gives (intercommunicator: MPI_ROOT)
 //   ROOTDISPLS  const int[]  displacements the root alone gives
 //   LOCALCNTS   const int[]  counts, every rank: one per rank of its own group
+//   WDISPLS     const int[]  byte displacements, every rank, one per rank (alltoallw)
+//   DTS         const MPI_Datatype[]  datatypes, one per rank (alltoallw)
+// The neighbourhood collectives' arrays, one entry per neighbour of the communicator's
+// topology: IN* for those it receives from (in-degree), OUT* for those it sends to:
+//   INCNTS, OUTCNTS (counts), INDISPLS, OUTDISPLS (displacements in extents),
+//   INADISPLS, OUTADISPLS (byte displacements, MPI_Aint even in the int-count form),
+//   INDTS, OUTDTS (datatypes)
 // (The large-count form converts them to int arrays of that length, pmpi/call_kinds.h.)
 // Collectives the engine has no algorithm for (Gather, Scatter, the rooted v-forms and the
 // ones after Scatterv) are still seen, counted and, on device buffers, staged
@@ -72,7 +79,21 @@
     (RBUF, recvbuf), (CNTS, recvcounts), (DISPLS, rdispls), (DT, recvtype), (COMM, comm))                     \
   X(Scan, scan, SCAN, (SBUF, sendbuf), (RBUF, recvbuf), (CNT, count), (DT, datatype), (OP, op), (COMM, comm))   \
   X(Exscan, exscan, EXSCAN, (SBUF, sendbuf), (RBUF, recvbuf), (CNT, count), (DT, datatype), (OP, op),          \
-    (COMM, comm))
+    (COMM, comm))                                                                                            \
+  X(Alltoallw, alltoallw, ALLTOALLW, (SBUF, sendbuf), (CNTS, sendcounts), (WDISPLS, sdispls),                 \
+    (DTS, sendtypes), (RBUF, recvbuf), (CNTS, recvcounts), (WDISPLS, rdispls), (DTS, recvtypes), (COMM, comm)) \
+  X(Neighbor_allgather, neighbor_allgather, NEIGHBOR_ALLGATHER, (SBUF, sendbuf), (CNT, sendcount),           \
+    (DT, sendtype), (RBUF, recvbuf), (CNT, recvcount), (DT, recvtype), (COMM, comm))                         \
+  X(Neighbor_allgatherv, neighbor_allgatherv, NEIGHBOR_ALLGATHERV, (SBUF, sendbuf), (CNT, sendcount),        \
+    (DT, sendtype), (RBUF, recvbuf), (INCNTS, recvcounts), (INDISPLS, displs), (DT, recvtype), (COMM, comm)) \
+  X(Neighbor_alltoall, neighbor_alltoall, NEIGHBOR_ALLTOALL, (SBUF, sendbuf), (CNT, sendcount),              \
+    (DT, sendtype), (RBUF, recvbuf), (CNT, recvcount), (DT, recvtype), (COMM, comm))                         \
+  X(Neighbor_alltoallv, neighbor_alltoallv, NEIGHBOR_ALLTOALLV, (SBUF, sendbuf), (OUTCNTS, sendcounts),      \
+    (OUTDISPLS, sdispls), (DT, sendtype), (RBUF, recvbuf), (INCNTS, recvcounts), (INDISPLS, rdispls),         \
+    (DT, recvtype), (COMM, comm))                                                                            \
+  X(Neighbor_alltoallw, neighbor_alltoallw, NEIGHBOR_ALLTOALLW, (SBUF, sendbuf), (OUTCNTS, sendcounts),      \
+    (OUTADISPLS, sdispls), (OUTDTS, sendtypes), (RBUF, recvbuf), (INCNTS, recvcounts), (INADISPLS, rdispls),  \
+    (INDTS, recvtypes), (COMM, comm))
 
 // Every row: the ones with counts (which have MPI-4 large-count forms, MPI_<Name>_c), then
 // MPI_Barrier.

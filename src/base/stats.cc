@@ -13,6 +13,7 @@ const char *coll_name(Coll c) {
   case Coll::Name##_init: return #lower "_init";
     GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+    case Coll::Reduce_local: return "reduce_local";
     case Coll::kCount: break;
   }
   return "?";

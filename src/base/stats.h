@@ -24,6 +24,7 @@ enum class Coll : int {
 #define GCOLL_X(Name, ...) Name##_init,
   GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+  Reduce_local,  // MPI_Reduce_local: no communicator, one form (pmpi/calls/reduce_local.cc)
   kCount
 };
 // How an application called a collective (base/coll_list.h: every row has the three).
@@ -39,7 +40,10 @@ const char *path_name(Path p);  // "engine", "staged", "passthrough", "errors"
 enum class Field : int { Engine = 0, Staged, Passthrough, Errors, Bytes, IntraBytes, InterBytes, kCount };
 constexpr int kFields = static_cast<int>(Field::kCount);
 constexpr int kColls = static_cast<int>(Coll::kCount);
-constexpr int kBlockingColls = kColls / 3;  // Coll::Allreduce .. the last row's blocking form
+// The rows of the call list: Coll::Allreduce .. the last row's blocking form.
+#define GCOLL_X(...) +1
+constexpr int kBlockingColls = 0 GCOLL_COLLS(GCOLL_X);
+#undef GCOLL_X
 // The line of the stats a blocking collective's other form counts on.
 constexpr Coll coll_form(Coll blocking, Form f) {
   return static_cast<Coll>(static_cast<int>(blocking) + static_cast<int>(f) * kBlockingColls);

@@ -53,6 +53,16 @@
 #define GCOLL_C_PARAM_ROOTCNTS(n) const int n[]
 #define GCOLL_C_PARAM_ROOTDISPLS(n) const int n[]
 #define GCOLL_C_PARAM_LOCALCNTS(n) const int n[]
+#define GCOLL_C_PARAM_DTS(n) const MPI_Datatype n[]
+#define GCOLL_C_PARAM_WDISPLS(n) const int n[]
+#define GCOLL_C_PARAM_INCNTS(n) const int n[]
+#define GCOLL_C_PARAM_INDISPLS(n) const int n[]
+#define GCOLL_C_PARAM_OUTCNTS(n) const int n[]
+#define GCOLL_C_PARAM_OUTDISPLS(n) const int n[]
+#define GCOLL_C_PARAM_INDTS(n) const MPI_Datatype n[]
+#define GCOLL_C_PARAM_OUTDTS(n) const MPI_Datatype n[]
+#define GCOLL_C_PARAM_INADISPLS(n) const MPI_Aint n[]
+#define GCOLL_C_PARAM_OUTADISPLS(n) const MPI_Aint n[]
 
 // The argument itself.
 #define GCOLL_ARG(kind, name) name

@@ -277,6 +277,22 @@ int group_size(MPI_Comm comm) {
   return n;
 }
 
+NeighborDegrees neighbor_degrees(MPI_Comm comm) {
+  NeighborDegrees d;
+  int kind = MPI_UNDEFINED, rank = 0, ndims = 0, weighted = 0;
+  if (comm == MPI_COMM_NULL || PMPI_Topo_test(comm, &kind) != MPI_SUCCESS) return d;
+  if (kind == MPI_CART) {
+    if (PMPI_Cartdim_get(comm, &ndims) == MPI_SUCCESS) d.in = d.out = 2 * ndims;
+  } else if (kind == MPI_GRAPH) {
+    int nn = 0;
+    if (PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && PMPI_Graph_neighbors_count(comm, rank, &nn) == MPI_SUCCESS)
+      d.in = d.out = nn;
+  } else if (kind == MPI_DIST_GRAPH) {
+    if (PMPI_Dist_graph_neighbors_count(comm, &d.in, &d.out, &weighted) != MPI_SUCCESS) d = NeighborDegrees{};
+  }
+  return d;
+}
+
 namespace {
 
 // `count` elements of `type` starting `displ` extents into the buffer. false: the MPI
@@ -371,7 +387,116 @@ bool displaced_blocks(int n, const int *counts, const int *displs, MPI_Datatype 
 
 std::vector<Span> one(const Span &s) { return s.bytes ? std::vector<Span>{s} : std::vector<Span>{}; }
 
+// n blocks of their own datatypes: block i of counts[i] x types[i] at bdispls[i] bytes.
+template <class Displ>
+bool typed_blocks(int n, const int *counts, const Displ *bdispls, const MPI_Datatype *types, std::vector<Span> *out) {
+  if (n > 0 && (!counts || !bdispls || !types)) return false;
+  for (int i = 0; i < n; ++i) {
+    Span s;
+    if (!span_of(counts[i], types[i], &s)) return false;
+    s.lo += static_cast<MPI_Aint>(bdispls[i]);
+    if (s.bytes) out->push_back(s);
+  }
+  return true;
+}
+
+// A collective that reads the blocks `sblocks` of sendbuf and writes `rblocks` of recvbuf
+// (in place: the receive buffer's blocks are the input too), staged: `mpi(hsend, hrecv)`
+// makes the MPI's call on the host copies. `ok_args`: the blocks could be described (else
+// the MPI gets the call as it is, and reports what is wrong).
+template <class Mpi>
+StagedResult stage_blocks(const StagedBuffers &b, bool ok_args, const void *sendbuf, const std::vector<Span> &sblocks,
+                          void *recvbuf, const std::vector<Span> &rblocks, Mpi &&mpi) {
+  if (!ok_args) return {mpi(sendbuf, recvbuf)};
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  Stager &st = *b.stager;
+  const void *hsend = sendbuf;
+  void *hrecv = recvbuf;
+  if (b.send_device && !in_place) hsend = stage_in(st, sendbuf, sblocks, {});
+  if (b.recv_device) hrecv = stage_in(st, recvbuf, in_place ? rblocks : std::vector<Span>{}, rblocks);
+  if (st.failed()) return st.result(MPI_SUCCESS);
+  const int rc = mpi(hsend, hrecv);
+  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, rblocks);
+  return st.result(rc);
+}
+
 }  // namespace
+
+StagedResult staged_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                              const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, StagedBuffers b) {
+  const int n = group_size(comm);
+  std::vector<Span> sb, rb;
+  const bool good = (!b.send_device || typed_blocks(n, sendcounts, sdispls, sendtypes, &sb)) &&
+                    (!b.recv_device || typed_blocks(n, recvcounts, rdispls, recvtypes, &rb));
+  return stage_blocks(b, good, sendbuf, sb, recvbuf, rb, [&](const void *s, void *r) {
+    return pmpi_alltoallw(*b.form, s, sendcounts, sdispls, sendtypes, r, recvcounts, rdispls, recvtypes, comm);
+  });
+}
+
+StagedResult staged_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b) {
+  const NeighborDegrees d = neighbor_degrees(comm);
+  std::vector<Span> sb, rb;
+  Span ss;
+  const bool good = (!b.send_device || span_of(sendcount, sendtype, &ss)) &&
+                    (!b.recv_device || even_blocks(d.in, recvcount, recvtype, -1, &rb));
+  sb = one(ss);
+  return stage_blocks(b, good, sendbuf, sb, recvbuf, rb, [&](const void *s, void *r) {
+    return pmpi_neighbor_allgather(*b.form, s, sendcount, sendtype, r, recvcount, recvtype, comm);
+  });
+}
+
+StagedResult staged_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                        const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                                        MPI_Comm comm, StagedBuffers b) {
+  const NeighborDegrees d = neighbor_degrees(comm);
+  std::vector<Span> sb, rb;
+  Span ss;
+  const bool good = (!b.send_device || span_of(sendcount, sendtype, &ss)) &&
+                    (!b.recv_device || displaced_blocks(d.in, recvcounts, displs, recvtype, -1, &rb));
+  sb = one(ss);
+  return stage_blocks(b, good, sendbuf, sb, recvbuf, rb, [&](const void *s, void *r) {
+    return pmpi_neighbor_allgatherv(*b.form, s, sendcount, sendtype, r, recvcounts, displs, recvtype, comm);
+  });
+}
+
+StagedResult staged_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b) {
+  const NeighborDegrees d = neighbor_degrees(comm);
+  std::vector<Span> sb, rb;
+  const bool good = (!b.send_device || even_blocks(d.out, sendcount, sendtype, -1, &sb)) &&
+                    (!b.recv_device || even_blocks(d.in, recvcount, recvtype, -1, &rb));
+  return stage_blocks(b, good, sendbuf, sb, recvbuf, rb, [&](const void *s, void *r) {
+    return pmpi_neighbor_alltoall(*b.form, s, sendcount, sendtype, r, recvcount, recvtype, comm);
+  });
+}
+
+StagedResult staged_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                       MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                       const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b) {
+  const NeighborDegrees d = neighbor_degrees(comm);
+  std::vector<Span> sb, rb;
+  const bool good = (!b.send_device || displaced_blocks(d.out, sendcounts, sdispls, sendtype, -1, &sb)) &&
+                    (!b.recv_device || displaced_blocks(d.in, recvcounts, rdispls, recvtype, -1, &rb));
+  return stage_blocks(b, good, sendbuf, sb, recvbuf, rb, [&](const void *s, void *r) {
+    return pmpi_neighbor_alltoallv(*b.form, s, sendcounts, sdispls, sendtype, r, recvcounts, rdispls, recvtype, comm);
+  });
+}
+
+StagedResult staged_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                       StagedBuffers b) {
+  const NeighborDegrees d = neighbor_degrees(comm);
+  std::vector<Span> sb, rb;
+  const bool good = (!b.send_device || typed_blocks(d.out, sendcounts, sdispls, sendtypes, &sb)) &&
+                    (!b.recv_device || typed_blocks(d.in, recvcounts, rdispls, recvtypes, &rb));
+  return stage_blocks(b, good, sendbuf, sb, recvbuf, rb, [&](const void *s, void *r) {
+    return pmpi_neighbor_alltoallw(*b.form, s, sendcounts, sdispls, sendtypes, r, recvcounts, rdispls, recvtypes,
+                                   comm);
+  });
+}
 
 StagedResult staged_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                            MPI_Comm comm, StagedBuffers b) {
@@ -550,23 +675,26 @@ StagedResult staged_scatterv(const void *sendbuf, const int sendcounts[], const 
 StagedResult staged_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                               void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                               MPI_Comm comm, StagedBuffers b) {
-  const bool in_place = sendbuf == MPI_IN_PLACE;
   const int n = group_size(comm);
   // In place: the receive buffer's blocks are the input and the result.
   std::vector<Span> sblocks, rblocks;
-  if ((b.send_device && !displaced_blocks(n, sendcounts, sdispls, sendtype, -1, &sblocks)) ||
-      (b.recv_device && !displaced_blocks(n, recvcounts, rdispls, recvtype, -1, &rblocks)))
-    return {pmpi_alltoallv(*b.form, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                           comm)};
+  const bool good = (!b.send_device || displaced_blocks(n, sendcounts, sdispls, sendtype, -1, &sblocks)) &&
+                    (!b.recv_device || displaced_blocks(n, recvcounts, rdispls, recvtype, -1, &rblocks));
+  return stage_blocks(b, good, sendbuf, sblocks, recvbuf, rblocks, [&](const void *s, void *r) {
+    return pmpi_alltoallv(*b.form, s, sendcounts, sdispls, sendtype, r, recvcounts, rdispls, recvtype, comm);
+  });
+}
+
+StagedResult staged_reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                 StagedBuffers b) {
+  Span s;
+  if (!span_of(count, datatype, &s)) return {PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op)};
   Stager &st = *b.stager;
-  const void *hsend = sendbuf;
-  void *hrecv = recvbuf;
-  if (b.send_device) hsend = stage_in(st, sendbuf, sblocks, {});
-  if (b.recv_device) hrecv = stage_in(st, recvbuf, in_place ? rblocks : std::vector<Span>{}, rblocks);
+  const void *hin = b.send_device ? st.host_copy(inbuf, s, true) : inbuf;
+  void *hio = b.recv_device ? st.host_copy(inoutbuf, s, true) : inoutbuf;
   if (st.failed()) return st.result(MPI_SUCCESS);
-  const int rc =
-      pmpi_alltoallv(*b.form, hsend, sendcounts, sdispls, sendtype, hrecv, recvcounts, rdispls, recvtype, comm);
-  if (rc == MPI_SUCCESS && b.recv_device) stage_out(st, recvbuf, hrecv, rblocks);
+  const int rc = PMPI_Reduce_local(hin, hio, count, datatype, op);
+  if (rc == MPI_SUCCESS && b.recv_device) st.copy_out(inoutbuf, hio, s);
   return st.result(rc);
 }
 

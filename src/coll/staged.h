@@ -82,6 +82,28 @@ StagedResult staged_scatterv(const void *sendbuf, const int sendcounts[], const 
 StagedResult staged_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                               void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                               MPI_Comm comm, StagedBuffers b);
+// Alltoallw: block i of sendcounts[i] x sendtypes[i] at sdispls[i] bytes (likewise received).
+StagedResult staged_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                              const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, StagedBuffers b);
+// The neighbourhood collectives: blocks per neighbour (neighbor_degrees below); no in place.
+StagedResult staged_neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                        const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                                        MPI_Comm comm, StagedBuffers b);
+StagedResult staged_neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                       MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                       const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, StagedBuffers b);
+StagedResult staged_neighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                       StagedBuffers b);
+// MPI_Reduce_local: both buffers copied in, the in-out one back.
+StagedResult staged_reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                 StagedBuffers b);
 // MPI_Scan and MPI_Exscan (`exclusive`): the receive buffer as allreduce's; rank 0 of an
 // exscan gets nothing (its receive buffer is left as it is).
 StagedResult staged_scan(bool exclusive, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -102,6 +124,15 @@ RootRole root_role(MPI_Comm comm, int root);
 // The ranks a non-rooted collective's blocks are for: the communicator's size (an
 // intercommunicator's remote group).
 int group_size(MPI_Comm comm);
+// A neighbourhood collective's blocks: the communicator's topology's in-degree (the
+// blocks received) and out-degree (sent); MPI_CART: 2 x ndims both; MPI_GRAPH: the
+// rank's neighbours both; MPI_DIST_GRAPH: as created. 0 and 0 without a topology (the MPI
+// reports the error).
+struct NeighborDegrees {
+  int in = 0;
+  int out = 0;
+};
+NeighborDegrees neighbor_degrees(MPI_Comm comm);
 
 // Inside MPI_Finalize: frees the pooled buffers (pinned staging buffers, the deviators'
 // device scratch) and the staging streams (before the application may reset its devices;

@@ -57,6 +57,12 @@ long long sum_of(const int *counts, int n) {
   return s;
 }
 
+std::uint64_t payload_typed(int n, const int *counts, const MPI_Datatype *types) {
+  std::uint64_t b = 0;
+  for (int i = 0; counts && types && i < n; ++i) b += payload(counts[i], types[i]);
+  return b;
+}
+
 int array_length(MPI_Comm comm, ArrayRanks which, int root) {
   if (comm == MPI_COMM_NULL) return 0;
   int inter = 0, n = 0, rank = -1;
@@ -77,9 +83,15 @@ int array_length(MPI_Comm comm, ArrayRanks which, int root) {
       if (root != rank) return 0;
       PMPI_Comm_size(comm, &n);
       return n;
+    case ArrayRanks::In:
+    case ArrayRanks::Out: {
+      const NeighborDegrees d = neighbor_degrees(comm);
+      return which == ArrayRanks::In ? d.in : d.out;
+    }
   }
   return 0;
 }
+
 
 const char *form_func_name(Coll line) {
   switch (line) {
@@ -89,6 +101,7 @@ const char *form_func_name(Coll line) {
   case Coll::Name##_init: return GCOLL_MPI_INIT_STR(Name);
     GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+    case Coll::Reduce_local: return "MPI_Reduce_local";
     case Coll::kCount: break;
   }
   return "MPI_?";

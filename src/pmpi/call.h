@@ -32,6 +32,8 @@ int comm_size(MPI_Comm comm);
 // bytes of the blocks of a v-form (sum of counts x type size).
 bool any_negative(const int *counts, int n);
 long long sum_of(const int *counts, int n);
+// The bytes of n blocks of their own datatypes (alltoallw's; stats).
+std::uint64_t payload_typed(int n, const int *counts, const MPI_Datatype *types);
 // A prepare() for them: the engine has no algorithm, so it never takes the call (host
 // buffers go to the MPI, device ones are staged, each rank by its own buffers).
 inline bool engine_declines(CollArgs *, PackPlan *) { return false; }

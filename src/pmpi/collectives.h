@@ -24,6 +24,9 @@ GCOLL_COLLS(GCOLL_X)
 GCOLL_COUNTED_COLLS(GCOLL_X)
 #undef GCOLL_X
 
+// MPI_Reduce_local (pmpi/calls/reduce_local.cc): no communicator, one form.
+int reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op);
+
 int finalize();
 
 // A call the MPI made itself, outside gcoll's paths (the MPI-4 large-count calls whose

@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 
+#include "pmpi/call.h"
 #include "pmpi/call_kinds.h"
 #include "pmpi/collectives.h"
 #include "pmpi/mpi_flavor.h"
@@ -76,6 +77,11 @@ GCOLL_REQ_ENTRY(Startall, startall, (int count, MPI_Request requests[]), (count,
 GCOLL_REQ_ENTRY(Cancel, cancel, (MPI_Request * request), (request))
 #undef GCOLL_REQ_ENTRY
 
+GCOLL_EXPORT int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) {
+  GCOLL_FORWARD(kReduce_local, decltype(&MPI_Reduce_local), inbuf, inoutbuf, count, datatype, op)
+  return gcoll::reduce_local(inbuf, inoutbuf, count, datatype, op);
+}
+
 // MPI-4 large counts (MPI_Count), where the MPI has them (MPICH 4; Open MPI 4.1 has
 // none): a call whose counts fit an int takes gcoll's path like any other (the MPI's own
 // int-count call behind it computes the same); a larger one goes to the MPI's large-count
@@ -120,6 +126,14 @@ bool all_fit(std::initializer_list<bool> fits) {
 GCOLL_COUNTED_COLLS(GCOLL_X)
 #undef GCOLL_X
 #undef GCOLL_LC_ENTRY
+
+GCOLL_EXPORT int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype,
+                                    MPI_Op op) {
+  GCOLL_FORWARD(kReduce_localC, decltype(&MPI_Reduce_local_c), inbuf, inoutbuf, count, datatype, op)
+  if (count >= 0 && count <= INT_MAX) return gcoll::reduce_local(inbuf, inoutbuf, static_cast<int>(count), datatype, op);
+  return gcoll::count_passthrough(gcoll::Coll::Reduce_local, PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op),
+                                  gcoll::payload(count, datatype));
+}
 #endif
 
 GCOLL_EXPORT int MPI_Finalize(void) {

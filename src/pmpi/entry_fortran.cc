@@ -84,6 +84,14 @@ const int *f2c_ints(const MPI_Fint *p) {
   return reinterpret_cast<const int *>(p);
 }
 
+// Fortran datatype handles -> C (alltoallw's arrays): the `n` entries the MPI reads, in
+// an array that lives until the call returns (a temporary of the call's expression).
+std::vector<MPI_Datatype> f2c_types(const MPI_Fint *f, int n) {
+  std::vector<MPI_Datatype> v(static_cast<std::size_t>(n > 0 ? n : 0) + 1, MPI_DATATYPE_NULL);
+  for (int i = 0; f && i < n; ++i) v[static_cast<std::size_t>(i)] = PMPI_Type_f2c(f[i]);
+  return v;
+}
+
 }  // namespace
 
 extern "C" {
@@ -157,6 +165,15 @@ GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
 
 GCOLL_FORTRAN_SPELLINGS(mpi_finalize, MPI_FINALIZE, gcoll_f_finalize, (MPI_Fint *))
+
+__attribute__((visibility("hidden"))) void gcoll_f_reduce_local(void *inbuf, void *inoutbuf, MPI_Fint *count,
+                                                                MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *ierror) {
+  if (void *next = gcoll::flavor::foreign(gcoll::flavor::kFReduce_local))
+    return reinterpret_cast<decltype(&gcoll_f_reduce_local)>(next)(inbuf, inoutbuf, count, datatype, op, ierror);
+  set_ierror(ierror, gcoll::reduce_local(inbuf, inoutbuf, *count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op)));
+}
+GCOLL_FORTRAN_SPELLINGS(mpi_reduce_local, MPI_REDUCE_LOCAL, gcoll_f_reduce_local,
+                        (void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 }  // extern "C"
 

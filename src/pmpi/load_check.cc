@@ -123,10 +123,12 @@ __attribute__((constructor)) void load_check() {
 #define GCOLL_R(Name, lower, UPPER) "MPI_" #Name,
       GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
+      "MPI_Reduce_local",
       "MPI_Finalize",
 #define GCOLL_X(Name, lower, ...) "MPI_" #Name "_c", "MPI_I" #lower "_c", GCOLL_MPI_INIT_STR(Name) "_c",
       GCOLL_COUNTED_COLLS(GCOLL_X)
 #undef GCOLL_X
+      "MPI_Reduce_local_c",
       "mpi_finalize_",
 #define GCOLL_X(Name, lower, ...) "mpi_" #lower "_", "mpi_i" #lower "_", GCOLL_MPI_F_INIT_STR(lower),
       GCOLL_COLLS(GCOLL_X)
@@ -134,6 +136,7 @@ __attribute__((constructor)) void load_check() {
 #define GCOLL_R(Name, lower, UPPER) "mpi_" #lower "_",
       GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
+      "mpi_reduce_local_",
   };
   for (int e = 0; e < kEntries; ++e)  // C ones from the program's MPI, Fortran ones from the next library
     g_foreign[e] = e < kFFinalize ? (h ? dlsym(h, kNames[e]) : nullptr) : dlsym(RTLD_NEXT, kNames[e]);

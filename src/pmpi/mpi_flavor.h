@@ -131,10 +131,12 @@ enum Entry {
 #define GCOLL_R(Name, lower, UPPER) k##Name,
   GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
+  kReduce_local,
   kFinalize,
 #define GCOLL_X(Name, lower, ...) k##Name##C, kI##lower##C, kInit_##lower##C,
   GCOLL_COUNTED_COLLS(GCOLL_X)
 #undef GCOLL_X
+  kReduce_localC,
   kFFinalize,
 #define GCOLL_X(Name, lower, ...) kF##Name, kFI##lower, kFInit_##lower,
   GCOLL_COLLS(GCOLL_X)
@@ -142,6 +144,7 @@ enum Entry {
 #define GCOLL_R(Name, lower, UPPER) kF##Name,
   GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
+  kFReduce_local,
   kEntries
 };
 extern void *g_foreign[kEntries];

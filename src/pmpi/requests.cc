@@ -17,7 +17,7 @@ namespace {
 // by identity).
 struct Table {
   std::mutex mu;
-  std::unordered_map<std::uintptr_t, std::vector<RequestOp *>> ops;
+  std::unordered_map<std::uintptr_t, std::vector<std::shared_ptr<RequestOp>>> ops;
 };
 Table &table() {
   static Table *t = new Table;  // never destroyed: completion calls may come during exit
@@ -31,30 +31,27 @@ std::uintptr_t key_of(MPI_Request r) {
   return k;
 }
 
-RequestOp *find(MPI_Request r) {
+std::shared_ptr<RequestOp> find(MPI_Request r) {
   Table &t = table();
   std::lock_guard<std::mutex> g(t.mu);
   const auto it = t.ops.find(key_of(r));
   return it == t.ops.end() || it->second.empty() ? nullptr : it->second.back();
 }
 
+// The op leaves the table (by identity; whoever still holds it keeps it alive).
 void drop(MPI_Request handle_at_start, RequestOp *op) {
   Table &t = table();
-  {
-    std::lock_guard<std::mutex> g(t.mu);
-    const auto it = t.ops.find(key_of(handle_at_start));
-    if (it != t.ops.end()) {
-      auto &v = it->second;
-      for (auto p = v.begin(); p != v.end(); ++p)
-        if (*p == op) {
-          v.erase(p);
-          g_tracked.fetch_sub(1, std::memory_order_relaxed);
-          break;
-        }
-      if (v.empty()) t.ops.erase(it);
+  std::lock_guard<std::mutex> g(t.mu);
+  const auto it = t.ops.find(key_of(handle_at_start));
+  if (it == t.ops.end()) return;
+  auto &v = it->second;
+  for (auto p = v.begin(); p != v.end(); ++p)
+    if (p->get() == op) {
+      v.erase(p);
+      g_tracked.fetch_sub(1, std::memory_order_relaxed);
+      break;
     }
-  }
-  delete op;
+  if (v.empty()) t.ops.erase(it);
 }
 
 }  // namespace
@@ -62,7 +59,7 @@ void drop(MPI_Request handle_at_start, RequestOp *op) {
 void track_request(MPI_Request r, std::unique_ptr<RequestOp> op) {
   Table &t = table();
   std::lock_guard<std::mutex> g(t.mu);
-  t.ops[key_of(r)].push_back(op.release());
+  t.ops[key_of(r)].push_back(std::shared_ptr<RequestOp>(op.release()));
   g_tracked.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -72,12 +69,12 @@ Watch::Watch(int n, const MPI_Request *requests) {
   if (!requests_tracked() || !requests) return;
   for (int i = 0; i < n; ++i)
     if (requests[i] != MPI_REQUEST_NULL)
-      if (RequestOp *op = find(requests[i])) {
+      if (std::shared_ptr<RequestOp> op = find(requests[i])) {
         // A handle given twice (erroneous for an active request; an inactive persistent
         // one may be): its op is finished once, for the first.
         bool seen = false;
         for (const auto &e : ops_) seen = seen || e.second == op;
-        if (!seen) ops_.push_back({i, op});
+        if (!seen) ops_.push_back({i, std::move(op)});
       }
   handles_.reserve(ops_.size());
   for (const auto &e : ops_) handles_.push_back(requests[e.first]);
@@ -85,7 +82,7 @@ Watch::Watch(int n, const MPI_Request *requests) {
 
 RequestOp *Watch::op(int i) const {
   for (const auto &e : ops_)
-    if (e.first == i) return e.second;
+    if (e.first == i) return e.second.get();
   return nullptr;
 }
 
@@ -99,15 +96,21 @@ int Watch::completed(int i) {
   RequestOp *op = this->op(i);
   if (!op) return MPI_SUCCESS;
   StagedResult r;
-  if (op->stager && op->active && !op->finished && !op->stager->finish()) r = op->stager->result(MPI_SUCCESS);
-  op->active = false;
-  op->finished = false;
+  {
+    // Serialised per op: a thread that finds the op through a handle the MPI just gave
+    // again (it completed and freed the request, another thread got the same handle)
+    // waits for the copies of the thread that completed it, and finds nothing to do.
+    std::lock_guard<std::mutex> g(op->mu);
+    if (op->stager && op->active && !op->finished && !op->stager->finish()) r = op->stager->result(MPI_SUCCESS);
+    op->active = false;
+    op->finished = false;
+  }
   const MPI_Comm comm = op->comm;
   const Coll coll = op->coll;
   if (!op->persistent) {
     drop(handle(i), op);
     for (auto &e : ops_)
-      if (e.first == i) e.second = nullptr;
+      if (e.first == i) e.second.reset();
   }
   if (ok(r.status)) return MPI_SUCCESS;
   process_stats().record(coll, Path::Error, 0);
@@ -149,15 +152,18 @@ void Watch::freed(int i) {
   if (!op) return;
   drop(handle(i), op);
   for (auto &e : ops_)
-    if (e.first == i) e.second = nullptr;
+    if (e.first == i) e.second.reset();
 }
 
 int Watch::status_complete(int i) {
   RequestOp *op = this->op(i);
-  if (!op || !op->active || op->finished) return MPI_SUCCESS;
+  if (!op) return MPI_SUCCESS;
+  std::unique_lock<std::mutex> g(op->mu);
+  if (!op->active || op->finished) return MPI_SUCCESS;
   // Complete, not yet freed: the results go back now (the application may read them).
   op->finished = true;
   if (op->stager && !op->stager->finish()) {
+    g.unlock();
     const StagedResult r = op->stager->result(MPI_SUCCESS);
     process_stats().record(op->coll, Path::Error, 0);
     return raise_error(op->comm, r.status, "MPI_Request_get_status", r.why.c_str());
@@ -356,7 +362,6 @@ void release_requests() {
   Table &t = table();
   std::lock_guard<std::mutex> g(t.mu);
   for (auto &e : t.ops)
-    for (RequestOp *op : e.second) delete op;
   t.ops.clear();
   g_tracked.store(0, std::memory_order_relaxed);
 }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "base/stats.h"
@@ -36,6 +37,7 @@ struct RequestOp {
   bool active = false;             // started and not yet seen complete
   bool finished = false;           // the copies back of this activation are done (MPI_Request_get_status)
   std::unique_ptr<Stager> stager;  // device buffers: the host copies; nullptr on host buffers
+  std::mutex mu;                   // the copies back (completion calls of several threads)
 };
 
 // Keeps `op` beside the MPI's request `r` until the application frees or completes it.
@@ -93,7 +95,7 @@ class Watch {
 
  private:
   MPI_Request handle(int i) const;  // request i's handle before the MPI's call
-  std::vector<std::pair<int, RequestOp *>> ops_;
+  std::vector<std::pair<int, std::shared_ptr<RequestOp>>> ops_;
   std::vector<MPI_Request> handles_;
 };
 
