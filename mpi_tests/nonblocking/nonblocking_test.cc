@@ -15,12 +15,24 @@
 //                                   7, 1000; MPI_INT (MPI_SUM; MPI_MAX in place) and
 //                                   MPI_DOUBLE (MPI_SUM); in place where MPI allows it; roots
 //                                   0 and last; MPI_COMM_WORLD and an odd/even split
+//                                   Alltoallw: blocks of MPI_INT and MPI_DOUBLE mixed, at
+//                                   byte displacements with gaps, uneven (some empty), in
+//                                   place too. Neighbor_allgather(v), _alltoall(v,w): 9
+//                                   cases, counts 0, 1, 7, 1000, on a periodic 2-D Cartesian
+//                                   communicator (MPI_Dims_create) and on a distributed graph
+//                                   with different in- and out-degrees and a rank of
+//                                   in-degree 0 (make_topo); v-forms uneven with gaps, the
+//                                   w-form with MPI_Aint byte displacements and per-edge types
 //   Blocking.Host|Device/<Coll>     the blocking forms gcoll takes over with them
-//                                   (MPI_Barrier, MPI_Alltoallv, MPI_Scan, MPI_Exscan)
+//                                   (MPI_Barrier, MPI_Alltoallv, MPI_Scan, MPI_Exscan,
+//                                   MPI_Alltoallw, the five MPI_Neighbor_*)
 //   Persistent.Host|Device/<Coll>   B: init once, 3 x (inputs rewritten, MPI_Start,
 //                                   MPI_Wait: the result follows the new input), then
 //                                   MPI_Request_free; the inputs are rewritten between the
 //                                   init and the first start too
+//   ReduceLocal.Blocking/<Where>    MPI_Reduce_local (no communicator): inbuf and inoutbuf
+//                                   on the host, the device, or one of each; MPI_INT and
+//                                   MPI_DOUBLE, MPI_SUM and MPI_MAX, counts 0, 1, 1000
 //   PersistentStartall.*            B: MPI_Startall + MPI_Waitall on two persistent
 //                                   requests on two communicators, twice
 //   CompletionTest.*/<Call>         C: MPI_Wait, MPI_Test, MPI_Waitall, MPI_Testall,
@@ -49,8 +61,11 @@
 // with MPI_IN_PLACE (ialltoallv_in_place_broken); MPICH 4.0.2's persistent allgather,
 // gather and scatter (persistent_starts, mpich_persistent_broken) and its MPI_Testall /
 // Waitany / Testany / Waitsome / Testsome on persistent collective requests
-// (persistent_entry). MPICH 4.0.2 also takes MPI_Iallreduce with count -1 (Errors.* then
-// pass only with gcoll on, as the portable tests run).
+// (persistent_entry); Open MPI 4.1.4's MPI_Ineighbor_alltoall(v,w) on a Cartesian dimension
+// of size 1 or 2 (ineighbor_cart_repeated_broken); MPICH 4.0.2's MPI_Ialltoallw with
+// MPI_IN_PLACE (ialltoallw_in_place_broken) and its MPI_(I)Neighbor_alltoallw to a rank of
+// out-degree 0 (mpich_nbr_alltoallw_broken). MPICH 4.0.2 also takes MPI_Iallreduce with
+// count -1 (Errors.* then pass only with gcoll on, as the portable tests run).
 //
 // Device tests are skipped (GTEST_SKIP, on every rank alike) when some rank has no GPU and
 // no emulated one. Unlike gpu/gpu_util.cc (which exits 77 before main without a GPU), this
@@ -62,6 +77,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -213,13 +229,19 @@ class Mem {
 // ---- the collectives ------------------------------------------------------------------
 enum class K {
   Allreduce, Bcast, Allgather, ReduceScatterBlock, Reduce, Gather, Scatter, Alltoall, ReduceScatter,
-  Allgatherv, Gatherv, Scatterv, Barrier, Alltoallv, Scan, Exscan
+  Allgatherv, Gatherv, Scatterv, Barrier, Alltoallv, Scan, Exscan,
+  // the seven added later: Alltoallw, the neighbourhood ones (on a topology communicator)
+  // and MPI_Reduce_local (blocking only, no communicator: not in all_kinds())
+  Alltoallw, NeighborAllgather, NeighborAllgatherv, NeighborAlltoall, NeighborAlltoallv, NeighborAlltoallw,
+  ReduceLocal
 };
 const std::vector<K> &all_kinds() {
   static const std::vector<K> v = {K::Allreduce, K::Bcast,     K::Allgather,  K::ReduceScatterBlock,
                                    K::Reduce,    K::Gather,    K::Scatter,    K::Alltoall,
                                    K::ReduceScatter, K::Allgatherv, K::Gatherv, K::Scatterv,
-                                   K::Barrier,   K::Alltoallv, K::Scan,       K::Exscan};
+                                   K::Barrier,   K::Alltoallv, K::Scan,       K::Exscan,
+                                   K::Alltoallw, K::NeighborAllgather, K::NeighborAllgatherv,
+                                   K::NeighborAlltoall, K::NeighborAlltoallv, K::NeighborAlltoallw};
   return v;
 }
 const char *kname(K k) {
@@ -240,6 +262,13 @@ const char *kname(K k) {
     case K::Alltoallv: return "Alltoallv";
     case K::Scan: return "Scan";
     case K::Exscan: return "Exscan";
+    case K::Alltoallw: return "Alltoallw";
+    case K::NeighborAllgather: return "Neighbor_allgather";
+    case K::NeighborAllgatherv: return "Neighbor_allgatherv";
+    case K::NeighborAlltoall: return "Neighbor_alltoall";
+    case K::NeighborAlltoallv: return "Neighbor_alltoallv";
+    case K::NeighborAlltoallw: return "Neighbor_alltoallw";
+    case K::ReduceLocal: return "Reduce_local";
   }
   return "?";
 }
@@ -263,8 +292,15 @@ bool rooted(K k) {
 }
 bool reduction(K k) {
   return k == K::Allreduce || k == K::ReduceScatterBlock || k == K::Reduce || k == K::ReduceScatter ||
-         k == K::Scan || k == K::Exscan;
+         k == K::Scan || k == K::Exscan || k == K::ReduceLocal;
 }
+// The neighbourhood collectives: on a Cartesian or distributed-graph communicator.
+bool neighbor(K k) {
+  return k == K::NeighborAllgather || k == K::NeighborAllgatherv || k == K::NeighborAlltoall ||
+         k == K::NeighborAlltoallv || k == K::NeighborAlltoallw;
+}
+// Per-block datatypes (MPI_INT and MPI_DOUBLE blocks mixed), byte displacements.
+bool w_form(K k) { return k == K::Alltoallw || k == K::NeighborAlltoallw; }
 
 enum class Form { Ref, Blocking, Nonblocking, Persistent };
 const char *form_prefix(Form f) {
@@ -301,6 +337,8 @@ struct Spec {
   bool in_place = false;
   bool root_last = false;
   bool split = false;
+  bool graph = false;         // neighbourhood collectives: the dist graph, else the Cartesian one
+  MPI_Op op = MPI_OP_NULL;    // MPI_Reduce_local: its operation
 };
 
 // What each byte of the receive buffer must be after the call.
@@ -332,6 +370,20 @@ struct Case {
   std::vector<unsigned char> cls;  // rbytes entries
   size_t red_off = 0, red_elems = 0;
   std::vector<std::pair<size_t, size_t>> recv_inputs;  // byte ranges of recv holding input
+  // The w-forms: per-block datatypes; byte displacements (int for Alltoallw, MPI_Aint for
+  // Neighbor_alltoallw: sdispls/rdispls, sdispls_a/rdispls_a); each block's input values
+  // are of its own type (segments of the send image, and of the receive image in place).
+  std::vector<MPI_Datatype> stypes, rtypes;
+  std::vector<MPI_Aint> sdispls_a, rdispls_a;
+  struct Seg {
+    size_t off, n;
+    const TypeDesc *t;
+  };
+  std::vector<Seg> ssegs, rsegs;
+  int indeg = 0, outdeg = 0;  // neighbourhood collectives: this rank's degrees
+  // Send bytes copied over others after the fill (from, to, bytes): see
+  // ineighbor_cart_repeated_broken.
+  std::vector<std::array<size_t, 3>> mirrors;
   std::string ctx;
   // images with guards, for the current seed
   std::vector<unsigned char> send_init, recv_init;
@@ -347,6 +399,22 @@ struct Case {
     recv_init.resize(G + rbytes + G);
     for (size_t i = 0; i < recv_init.size(); ++i) recv_init[i] = sentinel(i, seed);
     for (const auto &r : recv_inputs) memcpy(recv_init.data() + G + r.first, vals.data() + r.first, r.second);
+    if (k == K::ReduceLocal && rbytes) {  // inoutbuf: other values than inbuf's
+      t->fill(vals.data(), elems, world_rank(), seed * 3 + 17, fill_op);
+      memcpy(recv_init.data() + G, vals.data(), rbytes);
+    }
+    std::vector<unsigned char> tmp;
+    auto typed = [&](std::vector<unsigned char> *img, const std::vector<Seg> &segs, uint32_t sd) {
+      for (const Seg &g : segs) {
+        if (!g.n) continue;
+        tmp.resize(g.n * g.t->extent);
+        g.t->fill(tmp.data(), g.n, world_rank(), sd + static_cast<uint32_t>(g.off), MPI_SUM);
+        memcpy(img->data() + G + g.off, tmp.data(), tmp.size());
+      }
+    };
+    typed(&send_init, ssegs, seed);
+    typed(&recv_init, rsegs, seed);
+    for (const auto &m : mirrors) memmove(send_init.data() + G + m[1], send_init.data() + G + m[0], m[2]);
   }
 
   // The call on payload pointers s and r (this case's MPI_IN_PLACE substituted here).
@@ -356,6 +424,13 @@ struct Case {
     const MPI_Datatype T = t->type;
     const MPI_Datatype ST = send_ip ? MPI_DATATYPE_NULL : T;
     const int sc = send_ip ? 0 : scount;
+    // Never a null array (Open MPI checks for one even where the degree is 0).
+    static const int zero = 0;
+    static const MPI_Aint zero_a = 0;
+    const MPI_Datatype int_type = MPI_INT;
+    auto ia = [](const std::vector<int> &v) { return v.empty() ? &zero : v.data(); };
+    auto aa = [](const std::vector<MPI_Aint> &v) { return v.empty() ? &zero_a : v.data(); };
+    auto ta = [&](const std::vector<MPI_Datatype> &v) { return v.empty() ? &int_type : v.data(); };
     (void)req;
 #if NB_HAVE_PERSISTENT
 #define NB_PERSISTENT_CASE(Name, ...) \
@@ -395,6 +470,27 @@ struct Case {
                  send_ip ? rdispls.data() : sdispls.data(), T, rb, rcounts.data(), rdispls.data(), T, comm);
       case K::Scan: NB_FORMS(Scan, scan, sb, rb, count, T, op, comm);
       case K::Exscan: NB_FORMS(Exscan, exscan, sb, rb, count, T, op, comm);
+      case K::Alltoallw:
+        NB_FORMS(Alltoallw, alltoallw, sb, send_ip ? ia(rcounts) : ia(scounts), send_ip ? ia(rdispls) : ia(sdispls),
+                 send_ip ? ta(rtypes) : ta(stypes), rb, ia(rcounts), ia(rdispls), ta(rtypes), comm);
+      case K::NeighborAllgather:
+        NB_FORMS(Neighbor_allgather, neighbor_allgather, s, scount, T, r, rcount, T, comm);
+      case K::NeighborAllgatherv:
+        NB_FORMS(Neighbor_allgatherv, neighbor_allgatherv, s, scount, T, r, ia(rcounts), ia(rdispls), T, comm);
+      case K::NeighborAlltoall:
+        NB_FORMS(Neighbor_alltoall, neighbor_alltoall, s, scount, T, r, rcount, T, comm);
+      case K::NeighborAlltoallv:
+        NB_FORMS(Neighbor_alltoallv, neighbor_alltoallv, s, ia(scounts), ia(sdispls), T, r, ia(rcounts),
+                 ia(rdispls), T, comm);
+      case K::NeighborAlltoallw:
+        NB_FORMS(Neighbor_alltoallw, neighbor_alltoallw, s, ia(scounts), aa(sdispls_a), ta(stypes), r,
+                 ia(rcounts), aa(rdispls_a), ta(rtypes), comm);
+      case K::ReduceLocal:  // blocking only
+        switch (f) {
+          case Form::Ref: return PMPI_Reduce_local(s, r, count, T, op);
+          case Form::Blocking: return MPI_Reduce_local(s, r, count, T, op);
+          default: return MPI_ERR_OTHER;
+        }
     }
 #undef NB_FORMS
 #undef NB_PERSISTENT_CASE
@@ -433,6 +529,105 @@ bool ialltoallv_in_place_broken() {
   return false;
 #endif
 }
+// Its MPI_Ialltoallw and MPIX_Alltoallw_init with MPI_IN_PLACE (these uneven blocks of mixed
+// types, np 1 to 5, gcoll off too) agree with PMPI_Alltoallw: they run in place there.
+// MPICH 4.0.2's own MPI_Ialltoallw with MPI_IN_PLACE and blocks of different types is wrong
+// (gcoll off, or a plain MPICH program: np 2 and 3, 2 elements per block, MPI_DOUBLE where
+// a + b is odd, else MPI_INT: rank 0's result differs from its blocking MPI_Alltoallw; this
+// test's np 3 count 7 case aborts in yaksa: "typerep_yaksa_pack.c at line 285: element_size
+// < 0 || *actual_unpack_bytes % element_size == 0"): the nonblocking and persistent forms run
+// without MPI_IN_PLACE under MPICH.
+bool ialltoallw_in_place_broken() { return mpich(); }
+
+// ---- the w-forms and the neighbourhood collectives -------------------------------------------
+// Alltoallw: the type of what a sends to b (symmetric, as a2av_count: in place needs it):
+// the case's type, or the other of MPI_INT / MPI_DOUBLE.
+MPI_Datatype other_type(MPI_Datatype t) { return t == MPI_INT ? MPI_DOUBLE : MPI_INT; }
+MPI_Datatype a2aw_type(int a, int b, MPI_Datatype base) { return (a + b) % 2 ? other_type(base) : base; }
+
+// Byte layout of the w-forms' blocks (counts[i] elements of types[i]) in forward or reverse
+// order: each block at a multiple of 8 bytes, then a gap of 4 or 12 bytes (more up to the
+// next multiple of 8). Returns the extent in bytes (a multiple of 8).
+size_t w_layout(const std::vector<int> &counts, const std::vector<MPI_Datatype> &types, bool reverse,
+                std::vector<size_t> *displs) {
+  const size_t n = counts.size();
+  displs->assign(n, 0);
+  size_t pos = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = reverse ? n - 1 - k : k;
+    pos = (pos + 7) & ~static_cast<size_t>(7);
+    (*displs)[i] = pos;
+    pos += static_cast<size_t>(counts[i]) * find_type(types[i]).extent + 4 + 8 * (i % 2);
+  }
+  return (pos + 7) & ~static_cast<size_t>(7);
+}
+
+// A topology communicator's neighbours (in the MPI's order, from MPI_Cart_shift or
+// MPI_Dist_graph_neighbors) and, for each edge, a key both ends know: (sender, tag), tag the
+// dimension for the Cartesian communicator (where a dimension of size 1 or 2 makes both
+// neighbours of a dimension the same rank: the two messages then have the same size and
+// type whichever way the MPI matches them), the receiver for the graph (no repeated edge).
+struct Neighbors {
+  std::vector<int> in, in_tag, out, out_tag;
+  std::vector<int> repeated_dims;  // Cartesian dimensions whose two neighbours are one rank
+};
+Neighbors neighbors_of(MPI_Comm comm, int me) {
+  Neighbors nb;
+  int status = MPI_UNDEFINED;
+  MPI_Topo_test(comm, &status);
+  if (status == MPI_CART) {
+    int nd = 0;
+    MPI_Cartdim_get(comm, &nd);
+    for (int d = 0; d < nd; ++d) {
+      int src = MPI_PROC_NULL, dst = MPI_PROC_NULL;
+      MPI_Cart_shift(comm, d, 1, &src, &dst);
+      nb.in.insert(nb.in.end(), {src, dst});
+      nb.in_tag.insert(nb.in_tag.end(), {d, d});
+      nb.out.insert(nb.out.end(), {src, dst});
+      nb.out_tag.insert(nb.out_tag.end(), {d, d});
+      if (src == dst) nb.repeated_dims.push_back(d);
+    }
+  } else if (status == MPI_DIST_GRAPH) {
+    int indeg = 0, outdeg = 0, weighted = 0;
+    MPI_Dist_graph_neighbors_count(comm, &indeg, &outdeg, &weighted);
+    std::vector<int> src(static_cast<size_t>(indeg) + 1), sw(src.size()), dst(static_cast<size_t>(outdeg) + 1),
+        dw(dst.size());
+    MPI_Dist_graph_neighbors(comm, indeg, src.data(), sw.data(), outdeg, dst.data(), dw.data());
+    nb.in.assign(src.begin(), src.begin() + indeg);
+    nb.in_tag.assign(static_cast<size_t>(indeg), me);
+    nb.out.assign(dst.begin(), dst.begin() + outdeg);
+    nb.out_tag = nb.out;
+  }
+  return nb;
+}
+// Open MPI 4.1.4's own MPI_Ineighbor_alltoall(v,w) and MPIX_Neighbor_alltoall(v,w)_init
+// (libnbc) on a periodic Cartesian dimension of size 1 or 2 (both neighbours of the
+// dimension one rank) deliver the block sent in the positive direction into the block of
+// the positive neighbour, and the other into that of the negative one: swapped, against
+// MPI-4.0 (section 8.6) and against its own blocking MPI_Neighbor_alltoall (np 1, 1-D
+// periodic, one int per block: blocking recv = {11, 10}, nonblocking {10, 11} for send
+// {10, 11}; MPICH 4.0.2 gives {11, 10} for both; gcoll off or a plain Open MPI program).
+// There, in the nonblocking and persistent forms, a rank sends the same values in both
+// directions of such a dimension (blocks of equal counts and types already), so that
+// either matching gives one result; the other dimensions, the graph, and the blocking form
+// keep distinct blocks.
+bool ineighbor_cart_repeated_broken() {
+#if defined(OPEN_MPI) && OPEN_MPI && defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+  return true;
+#else
+  return false;
+#endif
+}
+
+// What `sender` sends on the edge tagged `tag`: uneven counts (0 for some edges), types.
+int nbr_count(int sender, int tag, int count) {
+  return (sender + tag) % 3 == 1 ? 0 : count + ((sender * 7 + tag) % 3) * ((count + 1) / 2);
+}
+MPI_Datatype nbr_type(int sender, int tag, MPI_Datatype base) {
+  return (sender + tag) % 2 ? other_type(base) : base;
+}
+// Neighbor_allgatherv: what `sender` sends to every out-neighbour (as v_blocks).
+int nbr_v_count(int sender, int count) { return sender % 3 == 1 ? 0 : count + sender * ((count + 1) / 2); }
 
 Case make_case(K k, const TestComm &c, const Spec &s, Form form = Form::Nonblocking) {
   Case x;
@@ -444,13 +639,14 @@ Case make_case(K k, const TestComm &c, const Spec &s, Form form = Form::Nonblock
   x.size = c.size;
   x.count = s.count;
   x.root = rooted(k) && s.root_last ? c.size - 1 : 0;
-  if (reduction(k)) x.op = s.type == MPI_INT && s.in_place ? MPI_MAX : MPI_SUM;
+  if (reduction(k)) x.op = s.op != MPI_OP_NULL ? s.op : s.type == MPI_INT && s.in_place ? MPI_MAX : MPI_SUM;
   bool ip = s.in_place;
-  if (k == K::Bcast || k == K::Barrier) ip = false;
+  if (k == K::Bcast || k == K::Barrier || neighbor(k) || k == K::ReduceLocal) ip = false;  // no MPI_IN_PLACE
   // MPICH 4.0.2's own PMPI_Reduce crashes on MPI_IN_PLACE at a root other than 0 (see
   // coll_cases.cc): such cases run without it there, on every rank alike.
   if (k == K::Reduce && x.root != 0 && mpich()) ip = false;
   if (k == K::Alltoallv && form != Form::Blocking && ialltoallv_in_place_broken()) ip = false;
+  if (k == K::Alltoallw && form != Form::Blocking && ialltoallw_in_place_broken()) ip = false;
   const bool is_root = x.rank == x.root;
   if (rooted(k) && k != K::Bcast) ip = ip && is_root;
   x.in_place = ip;
@@ -600,12 +796,153 @@ Case make_case(K k, const TestComm &c, const Spec &s, Form form = Form::Nonblock
           x.cls[static_cast<size_t>(x.rdispls[i]) * e + b] = kExact;
       break;
     }
+    case K::Alltoallw: {
+      // Blocks of a2av_count elements of a2aw_type (MPI_INT and MPI_DOUBLE blocks mixed), at
+      // byte displacements with gaps: sent in rank order, received in reverse rank order.
+      x.scounts.resize(n);
+      x.rcounts.resize(n);
+      x.stypes.resize(n);
+      x.rtypes.resize(n);
+      for (int j = 0; j < x.size; ++j) {
+        const size_t u = static_cast<size_t>(j);
+        x.scounts[u] = a2av_count(x.rank, j, s.count);
+        x.stypes[u] = a2aw_type(x.rank, j, s.type);
+        x.rcounts[u] = a2av_count(j, x.rank, s.count);
+        x.rtypes[u] = a2aw_type(j, x.rank, s.type);
+      }
+      std::vector<size_t> sd, rd;
+      const size_t sb = w_layout(x.scounts, x.stypes, false, &sd);
+      x.rbytes = w_layout(x.rcounts, x.rtypes, true, &rd);
+      x.sbytes = ip ? 0 : sb;
+      x.send_ip = ip;
+      x.sdispls.assign(sd.begin(), sd.end());
+      x.rdispls.assign(rd.begin(), rd.end());
+      set_cls(x.rbytes, kSame);
+      for (size_t i = 0; i < n; ++i) {
+        const TypeDesc &ti = find_type(x.rtypes[i]);
+        for (size_t b = 0; b < static_cast<size_t>(x.rcounts[i]) * ti.extent; ++b) x.cls[rd[i] + b] = kExact;
+        if (ip) x.rsegs.push_back({rd[i], static_cast<size_t>(x.rcounts[i]), &ti});
+        else x.ssegs.push_back({sd[i], static_cast<size_t>(x.scounts[i]), &find_type(x.stypes[i])});
+      }
+      if (ip) x.recv_inputs.push_back({0, x.rbytes});
+      break;
+    }
+    case K::NeighborAllgather:
+    case K::NeighborAllgatherv:
+    case K::NeighborAlltoall:
+    case K::NeighborAlltoallv:
+    case K::NeighborAlltoallw: {
+      const Neighbors nb = neighbors_of(x.comm, x.rank);
+      const size_t ni = nb.in.size(), no = nb.out.size();
+      x.indeg = static_cast<int>(ni);
+      x.outdeg = static_cast<int>(no);
+      auto exact = [&](size_t off, size_t bytes) {
+        for (size_t b = 0; b < bytes; ++b) x.cls[off + b] = kExact;
+      };
+      if (k == K::NeighborAllgather || k == K::NeighborAlltoall) {
+        x.scount = x.rcount = s.count;
+        x.sbytes = (k == K::NeighborAlltoall ? no : 1) * cnt * e;
+        x.rbytes = ni * cnt * e;
+        set_cls(x.rbytes, kExact);
+      } else if (k == K::NeighborAllgatherv) {
+        // Uneven counts (by sender; some 0) in reverse neighbour order, 2 elements apart.
+        x.scount = nbr_v_count(x.rank, s.count);
+        x.rcounts.resize(ni);
+        x.rdispls.resize(ni);
+        int pos = 0;
+        for (size_t i = ni; i-- > 0;) {
+          x.rcounts[i] = nbr_v_count(nb.in[i], s.count);
+          x.rdispls[i] = pos;
+          pos += x.rcounts[i] + 2;
+        }
+        x.sbytes = static_cast<size_t>(x.scount) * e;
+        x.rbytes = static_cast<size_t>(pos) * e;
+        set_cls(x.rbytes, kSame);
+        for (size_t i = 0; i < ni; ++i)
+          exact(static_cast<size_t>(x.rdispls[i]) * e, static_cast<size_t>(x.rcounts[i]) * e);
+      } else if (k == K::NeighborAlltoallv) {
+        // Uneven counts by edge; sent in reverse order 1 element apart, received in reverse
+        // order 2 elements apart.
+        x.scounts.resize(no);
+        x.sdispls.resize(no);
+        x.rcounts.resize(ni);
+        x.rdispls.resize(ni);
+        int sp = 0, rp = 0;
+        for (size_t j = no; j-- > 0;) {
+          x.scounts[j] = nbr_count(x.rank, nb.out_tag[j], s.count);
+          x.sdispls[j] = sp;
+          sp += x.scounts[j] + 1;
+        }
+        for (size_t i = ni; i-- > 0;) {
+          x.rcounts[i] = nbr_count(nb.in[i], nb.in_tag[i], s.count);
+          x.rdispls[i] = rp;
+          rp += x.rcounts[i] + 2;
+        }
+        x.sbytes = static_cast<size_t>(sp) * e;
+        x.rbytes = static_cast<size_t>(rp) * e;
+        set_cls(x.rbytes, kSame);
+        for (size_t i = 0; i < ni; ++i)
+          exact(static_cast<size_t>(x.rdispls[i]) * e, static_cast<size_t>(x.rcounts[i]) * e);
+      } else {
+        // Per-edge counts and types (MPI_INT and MPI_DOUBLE), MPI_Aint byte displacements
+        // with gaps: sent in neighbour order, received in reverse neighbour order.
+        x.scounts.resize(no);
+        x.stypes.resize(no);
+        x.rcounts.resize(ni);
+        x.rtypes.resize(ni);
+        for (size_t j = 0; j < no; ++j) {
+          x.scounts[j] = nbr_count(x.rank, nb.out_tag[j], s.count);
+          x.stypes[j] = nbr_type(x.rank, nb.out_tag[j], s.type);
+        }
+        for (size_t i = 0; i < ni; ++i) {
+          x.rcounts[i] = nbr_count(nb.in[i], nb.in_tag[i], s.count);
+          x.rtypes[i] = nbr_type(nb.in[i], nb.in_tag[i], s.type);
+        }
+        std::vector<size_t> sd, rd;
+        x.sbytes = w_layout(x.scounts, x.stypes, false, &sd);
+        x.rbytes = w_layout(x.rcounts, x.rtypes, true, &rd);
+        for (size_t j = 0; j < no; ++j) x.sdispls.push_back(static_cast<int>(sd[j]));  // for the mirrors
+        x.sdispls_a.assign(sd.begin(), sd.end());
+        x.rdispls_a.assign(rd.begin(), rd.end());
+        set_cls(x.rbytes, kSame);
+        for (size_t j = 0; j < no; ++j)
+          x.ssegs.push_back({sd[j], static_cast<size_t>(x.scounts[j]), &find_type(x.stypes[j])});
+        for (size_t i = 0; i < ni; ++i) exact(rd[i], static_cast<size_t>(x.rcounts[i]) * find_type(x.rtypes[i]).extent);
+      }
+      if (k != K::NeighborAllgather && k != K::NeighborAllgatherv && form != Form::Blocking &&
+          ineighbor_cart_repeated_broken()) {
+        for (int d : nb.repeated_dims) {  // send block 2d+1 := send block 2d
+          const size_t j = 2 * static_cast<size_t>(d);
+          size_t from = j * cnt * e, to = (j + 1) * cnt * e, bytes = cnt * e;
+          if (k == K::NeighborAlltoallv) {
+            from = static_cast<size_t>(x.sdispls[j]) * e;
+            to = static_cast<size_t>(x.sdispls[j + 1]) * e;
+            bytes = static_cast<size_t>(x.scounts[j]) * e;
+          } else if (k == K::NeighborAlltoallw) {
+            from = static_cast<size_t>(x.sdispls[j]);
+            to = static_cast<size_t>(x.sdispls[j + 1]);
+            bytes = static_cast<size_t>(x.scounts[j]) * find_type(x.stypes[j]).extent;
+          }
+          if (bytes) x.mirrors.push_back({from, to, bytes});
+        }
+      }
+      break;
+    }
+    case K::ReduceLocal:  // inbuf (send) op inoutbuf (receive, its input) -> inoutbuf
+      x.sbytes = x.rbytes = cnt * e;
+      x.recv_inputs.push_back({0, x.rbytes});
+      set_cls(x.rbytes, kSame);
+      reduced(0, cnt);
+      break;
   }
   x.ctx = std::string(kname(k)) + " type=" + x.t->name + " count=" + std::to_string(s.count) + " comm=" +
           c.name + " comm_rank=" + std::to_string(x.rank);
   if (reduction(k)) x.ctx += std::string(" op=") + op_name(x.op);
+  if (w_form(k)) x.ctx += std::string(" (and ") + find_type(other_type(s.type)).name + " blocks)";
+  if (neighbor(k)) x.ctx += " indegree=" + std::to_string(x.indeg) + " outdegree=" + std::to_string(x.outdeg);
+  if (!x.mirrors.empty()) x.ctx += " (same values both ways to a repeated Cartesian neighbour)";
   if (rooted(k)) x.ctx += " root=" + std::to_string(x.root);
-  if (s.in_place && k != K::Bcast && k != K::Barrier)
+  if (s.in_place && k != K::Bcast && k != K::Barrier && !neighbor(k) && k != K::ReduceLocal)
     x.ctx += x.in_place ? " MPI_IN_PLACE" : rooted(k) ? " (MPI_IN_PLACE on the root)" : " (MPI_IN_PLACE left out here)";
   return x;
 }
@@ -745,6 +1082,118 @@ const std::vector<Spec> &b_specs() {
   return v;
 }
 
+// The neighbourhood collectives' cases: counts 0, 1, 7, 1000; MPI_INT and MPI_DOUBLE; on the
+// Cartesian communicator and on the distributed graph (no in place: MPI has none).
+const std::vector<Spec> &nbr_a_specs() {
+  static const std::vector<Spec> v = {
+      {MPI_INT, 0, false, false, false, false},     {MPI_INT, 1, false, false, false, false},
+      {MPI_DOUBLE, 7, false, false, false, false},  {MPI_INT, 1000, false, false, false, false},
+      {MPI_INT, 0, false, false, false, true},      {MPI_INT, 1, false, false, false, true},
+      {MPI_INT, 7, false, false, false, true},      {MPI_DOUBLE, 1000, false, false, false, true},
+      {MPI_DOUBLE, 7, false, false, false, true},
+  };
+  return v;
+}
+const std::vector<Spec> &nbr_b_specs() {
+  static const std::vector<Spec> v = {
+      {MPI_INT, 7, false, false, false, false},
+      {MPI_DOUBLE, 1000, false, false, false, true},
+      {MPI_INT, 1, false, false, false, true},
+  };
+  return v;
+}
+
+// The topology communicators over MPI_COMM_WORLD (not reordered, MPI_ERRORS_RETURN):
+//   Cart   periodic 2-D, MPI_Dims_create(size, 2) (np 4: 2 x 2; np 2, 3, 5: n x 1, whose
+//          dimension of size 1 makes a rank its own neighbour twice; np 2: the other rank is
+//          both neighbours of dimension 0);
+//   Graph  MPI_Dist_graph_create_adjacent: rank r sends to r+1 and r-2 and receives from
+//          r-1 and r+2 (mod size, repeated edges once), except that from np 3 on no rank
+//          sends to rank 0: rank 0 has in-degree 0, and in- and out-degrees differ (np 4:
+//          rank 0 in 0 / out 2, rank 2 in 2 / out 1, rank 3 in 2 / out 1). Each rank lists
+//          the same edges (one global list), so the adjacency is consistent.
+//   GraphEven  the same without the exception (every rank: in-degree = out-degree, 1 or 2):
+//          MPI_Neighbor_alltoallw's graph under MPICH (mpich_nbr_alltoallw_broken).
+enum class Topo { Cart, Graph, GraphEven };
+
+// MPICH 4.0.2's own MPI_Neighbor_alltoallw and MPI_Ineighbor_alltoallw deliver nothing to a
+// rank of a distributed graph whose out-degree is 0 (gcoll off, or a plain MPICH program:
+// np 3, edges 0->1 and 1->2, rank 1 sends one MPI_DOUBLE to rank 2, whose receive buffer
+// keeps its -1; with the edge 2->0 added it gets 1.5; its MPI_Neighbor_alltoallv on the
+// first graph is right; Open MPI 4.1.4 right for both). The PMPI reference is then wrong
+// too (and gcoll's staged copy, given no data by the MPI, differs from it). Under MPICH the
+// Neighbor_alltoallw cases run on GraphEven instead of Graph.
+bool mpich_nbr_alltoallw_broken(K k) { return mpich() && k == K::NeighborAlltoallw; }
+TestComm make_topo(Topo t) {
+  TestComm c;
+  const int n = world_size(), me = world_rank();
+  if (t == Topo::Cart) {
+    int dims[2] = {0, 0}, periods[2] = {1, 1};
+    MPI_Dims_create(n, 2, dims);
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &c.comm);
+    c.name = "cart(" + std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + ",periodic)";
+  } else {
+    std::vector<std::pair<int, int>> edges;  // (from, to), in one order on every rank
+    for (int shift : {1, ((n - 2) % n + n) % n})  // r+1, r-2
+      for (int r = 0; r < n; ++r) {
+        const std::pair<int, int> ed(r, (r + shift) % n);
+        if (t == Topo::Graph && n >= 3 && ed.second == 0) continue;
+        if (std::find(edges.begin(), edges.end(), ed) == edges.end()) edges.push_back(ed);
+      }
+    std::vector<int> src, dst;
+    for (const auto &ed : edges) {
+      if (ed.second == me) src.push_back(ed.first);
+      if (ed.first == me) dst.push_back(ed.second);
+    }
+    const int nin = static_cast<int>(src.size()), nout = static_cast<int>(dst.size());
+    src.push_back(0);  // never a null array
+    dst.push_back(0);
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, nin, src.data(), MPI_UNWEIGHTED, nout, dst.data(),
+                                   MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &c.comm);
+    c.name = "dist_graph(r->r+1,r-2" + std::string(t == Topo::Graph && n >= 3 ? ",none to 0)" : ")");
+  }
+  c.owned = true;
+  MPI_Comm_set_errhandler(c.comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(c.comm, &c.rank);
+  MPI_Comm_size(c.comm, &c.size);
+  c.name += "[size=" + std::to_string(c.size) + "]";
+  return c;
+}
+class ScopedTopo {
+ public:
+  explicit ScopedTopo(Topo t) : c_(make_topo(t)) {}
+  ~ScopedTopo() { free_comm(c_); }
+  ScopedTopo(const ScopedTopo &) = delete;
+  ScopedTopo &operator=(const ScopedTopo &) = delete;
+  const TestComm &operator*() const { return c_; }
+
+ private:
+  TestComm c_;
+};
+
+// The communicators of a kind's cases: world and split, or (neighbourhood collectives)
+// the Cartesian one and the graph.
+struct CaseComms {
+  K k;
+  std::unique_ptr<ScopedComm> world, split;
+  std::unique_ptr<ScopedTopo> cart, graph;
+  explicit CaseComms(K kind) : k(kind) {
+    if (neighbor(k)) {
+      cart.reset(new ScopedTopo(Topo::Cart));
+      graph.reset(new ScopedTopo(mpich_nbr_alltoallw_broken(k) ? Topo::GraphEven : Topo::Graph));
+    } else {
+      world.reset(new ScopedComm(CommKind::World));
+      split.reset(new ScopedComm(CommKind::SplitOddEven));
+    }
+  }
+  const TestComm &of(const Spec &s) const {
+    if (neighbor(k)) return s.graph ? **graph : **cart;
+    return s.split ? **split : **world;
+  }
+  const std::vector<Spec> &a() const { return neighbor(k) ? nbr_a_specs() : a_specs(); }
+  const std::vector<Spec> &b() const { return neighbor(k) ? nbr_b_specs() : b_specs(); }
+};
+
 // One checked call in form f (Blocking, or Nonblocking then MPI_Wait).
 bool run_one(K k, const TestComm &c, const Spec &s, Form f, bool device) {
   Case x = make_case(k, c, s, f);
@@ -775,9 +1224,9 @@ bool run_one(K k, const TestComm &c, const Spec &s, Form f, bool device) {
 class Nonblocking : public ::testing::TestWithParam<K> {};
 
 void nonblocking_matrix(K k, bool device) {
-  ScopedComm world(CommKind::World), split(CommKind::SplitOddEven);
+  CaseComms cc(k);
   bool ok = true;
-  for (const Spec &s : a_specs()) ok = run_one(k, s.split ? *split : *world, s, Form::Nonblocking, device) && ok;
+  for (const Spec &s : cc.a()) ok = run_one(k, cc.of(s), s, Form::Nonblocking, device) && ok;
   EXPECT_ALL_RANKS(ok);
 }
 
@@ -791,9 +1240,9 @@ INSTANTIATE_TEST_SUITE_P(All, Nonblocking, ::testing::ValuesIn(all_kinds()),
 
 class Blocking : public ::testing::TestWithParam<K> {};
 void blocking_matrix(K k, bool device) {
-  ScopedComm world(CommKind::World), split(CommKind::SplitOddEven);
+  CaseComms cc(k);
   bool ok = true;
-  for (const Spec &s : a_specs()) ok = run_one(k, s.split ? *split : *world, s, Form::Blocking, device) && ok;
+  for (const Spec &s : cc.a()) ok = run_one(k, cc.of(s), s, Form::Blocking, device) && ok;
   EXPECT_ALL_RANKS(ok);
 }
 TEST_P(Blocking, Host) { blocking_matrix(GetParam(), false); }
@@ -801,7 +1250,10 @@ TEST_P(Blocking, Device) {
   SKIP_WITHOUT_DEVICE();
   blocking_matrix(GetParam(), true);
 }
-INSTANTIATE_TEST_SUITE_P(New, Blocking, ::testing::Values(K::Barrier, K::Alltoallv, K::Scan, K::Exscan),
+INSTANTIATE_TEST_SUITE_P(New, Blocking,
+                         ::testing::Values(K::Barrier, K::Alltoallv, K::Scan, K::Exscan, K::Alltoallw,
+                                           K::NeighborAllgather, K::NeighborAllgatherv, K::NeighborAlltoall,
+                                           K::NeighborAlltoallv, K::NeighborAlltoallw),
                          [](const ::testing::TestParamInfo<K> &i) { return test_name(i.param); });
 
 // ---- B: persistent ---------------------------------------------------------------------
@@ -864,9 +1316,9 @@ bool persistent_case(K k, const TestComm &c, const Spec &s, bool device) {
 
 class Persistent : public ::testing::TestWithParam<K> {};
 void persistent_matrix(K k, bool device) {
-  ScopedComm world(CommKind::World), split(CommKind::SplitOddEven);
+  CaseComms cc(k);
   bool ok = true;
-  for (const Spec &s : b_specs()) ok = persistent_case(k, s.split ? *split : *world, s, device) && ok;
+  for (const Spec &s : cc.b()) ok = persistent_case(k, cc.of(s), s, device) && ok;
   EXPECT_ALL_RANKS(ok);
 }
 #define SKIP_IF_MPI_BROKEN(k)                                                                               \
@@ -887,6 +1339,58 @@ TEST_P(Persistent, Device) {
 }
 INSTANTIATE_TEST_SUITE_P(All, Persistent, ::testing::ValuesIn(all_kinds()),
                          [](const ::testing::TestParamInfo<K> &i) { return test_name(i.param); });
+
+// ---- MPI_Reduce_local: blocking only, no communicator --------------------------------------
+// inbuf and inoutbuf on the host or the device (both, or one of each): MPI_INT and MPI_DOUBLE,
+// MPI_SUM and MPI_MAX, counts 0, 1, 1000, against PMPI_Reduce_local on host copies (exact:
+// one operation on the same two values). inbuf and the guard bytes unchanged.
+enum class Where { Host, Device, DeviceInHostInout, HostInDeviceInout };
+const char *where_name(Where w) {
+  switch (w) {
+    case Where::Host: return "Host";
+    case Where::Device: return "Device";
+    case Where::DeviceInHostInout: return "DeviceInHostInout";
+    case Where::HostInDeviceInout: return "HostInDeviceInout";
+  }
+  return "?";
+}
+void PrintTo(Where w, std::ostream *os) { *os << where_name(w); }
+
+class ReduceLocal : public ::testing::TestWithParam<Where> {};
+TEST_P(ReduceLocal, Blocking) {
+  const Where w = GetParam();
+  const bool in_dev = w == Where::Device || w == Where::DeviceInHostInout;
+  const bool inout_dev = w == Where::Device || w == Where::HostInDeviceInout;
+  if (in_dev || inout_dev) SKIP_WITHOUT_DEVICE();
+  TestComm none;  // MPI_COMM_NULL: no communicator
+  none.name = "none";
+  none.size = 1;
+  bool ok = true;
+  for (MPI_Datatype t : {MPI_INT, MPI_DOUBLE})
+    for (MPI_Op op : {MPI_SUM, MPI_MAX})
+      for (int count : {0, 1, 1000}) {
+        Case x = make_case(K::ReduceLocal, none, Spec{t, count, false, false, false, false, op}, Form::Blocking);
+        x.inputs(seed());
+        x.ctx += std::string(" inbuf ") + (in_dev ? "device" : "host") + ", inoutbuf " +
+                 (inout_dev ? "device" : "host");
+        set_phase("MPI_Reduce_local %s", x.ctx.c_str());
+        const std::vector<unsigned char> ref = reference(x, &ok);
+        Bufs b(x, false);
+        b.s.reset(new Mem(in_dev, x.send_init.size()));
+        b.r.reset(new Mem(inout_dev, x.recv_init.size()));
+        b.upload(x);
+        if (!rc_ok(x.call(Form::Blocking, b.sp(), b.rp(), nullptr), "MPI_Reduce_local", x.ctx)) {
+          ok = false;
+          continue;
+        }
+        ok = compare(x, b, ref, "MPI_Reduce_local") && ok;
+      }
+  EXPECT_ALL_RANKS(ok);
+}
+INSTANTIATE_TEST_SUITE_P(Buffers, ReduceLocal,
+                         ::testing::Values(Where::Host, Where::Device, Where::DeviceInHostInout,
+                                           Where::HostInDeviceInout),
+                         [](const ::testing::TestParamInfo<Where> &i) { return std::string(where_name(i.param)); });
 
 // MPI_Startall on two persistent requests on two communicators (dup of world, split),
 // two rounds with new inputs.
