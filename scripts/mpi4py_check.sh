@@ -45,8 +45,8 @@ if ! "$py" -c "import mpi4py, numpy; assert mpi4py.__version__ == '$ver'" 2>/dev
   "$dir/venv/bin/pip" install -q numpy || exit 2
   "$dir/venv/bin/pip" install -q --no-binary mpi4py --no-cache-dir "mpi4py==$ver" || exit 2
 fi
-src="$dir/mpi4py-$ver"
-if [ ! -f "$src/test/runtests.py" ]; then
+sdist="$dir/mpi4py-$ver"
+if [ ! -f "$sdist/test/runtests.py" ]; then
   "$dir/venv/bin/pip" download -q --no-binary :all: --no-deps -d "$dir/sdist" "mpi4py==$ver" || exit 2
   tar -xzf "$dir/sdist/mpi4py-$ver.tar.gz" -C "$dir" || exit 2
 fi
@@ -74,7 +74,7 @@ run() {  # mode test np [extra mpirun args...]
   local out="$dir/logs/${mode}_${t}_np${np}"
   rm -rf "$out"
   timeout 900 mpirun --oversubscribe -np "$np" --output-filename "$out" "$@" \
-    "$py" "$src/test/runtests.py" -q "$t" >"$out.log" 2>&1
+    "$py" "$sdist/test/runtests.py" -q "$t" >"$out.log" 2>&1
   summary "$out" $?
 }
 
