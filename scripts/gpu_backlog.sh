@@ -7,12 +7,12 @@
 #
 # Steps, in order of what they decide; each gets what is left of the budget, capped:
 #   build  scripts/gpu_validate.sh build, sm_90 only (GCOLL_GPU_CMAKE_ARGS)
-#   A      without MPS (time-sliced GPU): gpu.kernels, gpu.fused_kernels, the default
-#          suite at np 4, 2 x 2 virtual nodes pipelined, stats, osu -c; the process with
-#          and without gcoll where the real driver and NVML are loaded (invisible.*: host
-#          buffers; issue 28); the nonblocking and persistent forms on device buffers
-#          (gpu.nonblocking.default.np4: staged, completed through every completion call;
-#          issue 29)
+#   A      without MPS (time-sliced GPU): gpu.kernels, the default suite at np 4, the
+#          issue 23 algorithms (gpu.colls.*: one node and 2 x 2 virtual nodes pipelined),
+#          stats; the process with and without gcoll where the real driver and NVML are
+#          loaded (invisible.*: host buffers; issue 28); the nonblocking and persistent
+#          forms on device buffers (gpu.nonblocking.*: completed through every completion
+#          call, threads; issue 29)
 #   B      with MPS (the script's own daemon): the fused one-shot's protocol (gpu.fused.*),
 #          the default suite (GCOLL_DEVICE_FUSED=auto: fused under MPS) at np 2, 4, 8,
 #          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
@@ -20,6 +20,10 @@
 #          direct way across virtual nodes (gpu.mpi.vnodes2.direct.np4, gpu.traffic.*direct*)
 #   T      the node topology: nvidia-smi topo -m and -q, lstopo, gcoll_info --topology, a
 #          device job's GCOLL_TOPO_DUMP_FILE, stats and GCOLL_DEBUG=INFO lines
+#   F      (with MPS) compare.py --device cuda, np 4, against the staged MPI: the issue 23
+#          collectives (osu_reduce, osu_reduce_scatter, osu_alltoall, osu_allgatherv) on one
+#          node, and issue 29's osu_iallreduce (overlap at 1 MiB) and the persistent 8-byte
+#          allreduce (osu_allreduce_persistent: MPI_Start against the blocking call)
 #   E      (with MPS) the issue 13 benchmark: 64 MiB allreduce, np 4, on 2 x 2 virtual nodes
 #          direct (UCX wheel) and pipelined, on one node, and the staged MPI alone
 #   D      benchmarks/small_calls.py build-gpu --mps on (host row + device row under MPS,
@@ -163,6 +167,18 @@ topo_step() {
   [ -n "$d" ] && sed 's/^/      /' "$d" | head -40 >>"$SUM"
 }
 
+# compare_step NAME CAP COMPARE-ARGS...: benchmarks/osu_style/compare.py against the staged MPI,
+# for at most CAP seconds; its table goes to the summary
+compare_step() {
+  local name=$1 cap=$2
+  shift 2
+  [ "$(left)" -lt $((cap + 20)) ] && { say "$name: not run (no time left)"; return 0; }
+  timeout -k 5 "$cap" python3 benchmarks/osu_style/compare.py --build-dir "$BUILD" --out "$W/$name" \
+    --timeout "$cap" "$@" >"$W/$name.txt" 2>&1
+  say "$name: exit $?"
+  sed 's/^/    /' "$W/$name.txt" | tail -30 >>"$SUM"
+}
+
 # bench64 NAME MPIRUN-ARGS...: osu_allreduce -d cuda, 64 MiB floats, np 4, under the preload
 bench64() {
   local name=$1
@@ -205,7 +221,7 @@ topo_step
 
 # ---- A: without MPS, the essentials ------------------------------------------------------------
 mps_off
-ctest_group A-nomps 110 '^(gpu\.(kernels|fused_kernels|mpi\.default\.np4|mpi\.vnodes2\.pipelined\.np4|stats\.engine\.np4|osu\.allreduce\.np4|nonblocking\.default\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
+ctest_group A-nomps 150 '^(gpu\.(kernels|colls\.np[34]|colls\.vnodes2\.pipelined\.np4|nonblocking\.default\.np4|nonblocking\.threads\.np3|mpi\.default\.np4|stats\.engine\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
 
 # ---- B: with MPS -------------------------------------------------------------------------------
 if mps_on; then
@@ -215,23 +231,31 @@ if mps_on; then
     -T mpi_float -i 20 -x 5 >"$W/B0-info.txt" 2>&1
   say "B0 (osu_allreduce -c, GCOLL_DEBUG=INFO): exit $?"
   grep -m4 -E 'device engine|fused' "$W/B0-info.txt" | sed 's/^/    /' >>"$SUM"
-  ctest_group B1-mps 60 '^gpu\.fused\.np[24]$'
-  ctest_group B2-mps 110 '^gpu\.(mpi\.default\.np[248]|mpi\.chunk64k\.np4)$'
-  ctest_group B3-mps 60 '^gpu\.(mpi\.vnodes2\.pipelined\.np4|traffic\.(large|small)\.pipelined\.n2xl2|stats\..*|osu\..*)$'
-  # the rest of the suite under MPS (gpu.topo.* run on the emulated GPU whatever the machine)
-  ctest_group B4-mps 150 '^gpu\.(mpi\.(vnodes3|vnodes4|vnodes2_rpn4)\.pipelined|mpi\.(staged|managed|nofused)|memkind|limits|threads|soak|traffic\.(large|small)\.pipelined\.n[34]|ipc_probe)'
+  ctest_group B0-mps 100 '^gpu\.(colls\..*|nonblocking\..*|fused\.np4)$'
+  # ---- F: the issue 23 collectives and issue 29's nonblocking/persistent benchmarks --------------
+  for b in osu_reduce osu_reduce_scatter osu_alltoall osu_allgatherv; do
+    compare_step "F-$b" 40 --bench "$b" --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
+  done
+  compare_step F-osu_iallreduce 40 --bench osu_iallreduce --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 50 -x 5 -T mpi_float
+  compare_step F-osu_allreduce_persistent 30 --bench osu_allreduce_persistent --device cuda --np 4 --reps 2 -- -m 8:8 -i 2000 -x 200 -T mpi_float
   # ---- C: the direct way, UCX with CUDA support (the wheel) --------------------------------------
   if [ -f .ucx-cuda/libucx/lib/libucp.so.0 ]; then
     (
       export LD_LIBRARY_PATH=$ROOT/.ucx-cuda/libucx/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
       .ucx-cuda/libucx/bin/ucx_info -d 2>&1 | grep -E 'Memory domain|Transport|memory types' >"$W/C-ucx_info.txt"
-      ctest_group C-direct-mps 90 '^gpu\.(mpi\.vnodes[0-9_rpn]*\.direct|traffic\..*\.direct)'
+      ctest_group C-direct-mps 90 '^gpu\.(colls\.vnodes3\.direct\.np5|mpi\.vnodes[0-9_rpn]*\.direct|traffic\..*\.direct)'
       # E: the issue 13 benchmark, 64 MiB allreduce on 2 x 2 virtual nodes: direct (this UCX)
       bench64 E-direct -x GCOLL_RANKS_PER_NODE=2 -x GCOLL_DEVICE_NET=direct
     )
   else
     say "C: no .ucx-cuda carried"
   fi
+  # the rest under MPS, while time is left
+  ctest_group B1-mps 60 '^gpu\.fused\.np2$'
+  ctest_group B2-mps 110 '^gpu\.(mpi\.default\.np[248]|mpi\.chunk64k\.np4)$'
+  ctest_group B3-mps 60 '^gpu\.(mpi\.vnodes2\.pipelined\.np4|traffic\.(large|small)\.pipelined\.n2xl2|stats\..*|osu\..*)$'
+  # the rest of the suite under MPS (gpu.topo.* run on the emulated GPU whatever the machine)
+  ctest_group B4-mps 150 '^gpu\.(mpi\.(vnodes3|vnodes4|vnodes2_rpn4)\.pipelined|mpi\.(staged|managed|nofused)|memkind|limits|threads|soak|traffic\.(large|small)\.pipelined\.n[34]|ipc_probe)'
   bench64 E-pipelined -x GCOLL_RANKS_PER_NODE=2 -x GCOLL_DEVICE_NET=pipelined
   bench64 E-onenode
   if [ "$(left)" -ge 40 ]; then

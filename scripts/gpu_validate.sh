@@ -474,7 +474,7 @@ do_build() {
     ${mpiexec:+-DMPIEXEC_EXECUTABLE="$mpiexec"} "${extra[@]}" || return 2
   local targets=()
   if [ "${GCOLL_GPU_BUILD_ALL:-0}" != "1" ]; then
-    targets=(--target gcoll gcoll_info gcoll_gpu_tests gcoll_cuda_kernels_check osu_benchmarks gcoll_invisible gcoll_mpi_nonblocking)
+    targets=(--target gcoll gcoll_info gcoll_gpu_tests gcoll_cuda_kernels_check osu_benchmarks gcoll_invisible gcoll_mpi_nonblocking gcoll_nb_threads)
   fi
   run_step build cmake --build "$BUILD" -j "$JOBS" "${targets[@]}" || return 2
   if [ "$UCX_MODE" = cuda ]; then
