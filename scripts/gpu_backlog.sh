@@ -39,14 +39,15 @@
 # GCOLL_RECHECK_MPS with MPS (ctest regular expressions; empty: none), each for at most
 # GCOLL_RECHECK_CAP seconds (default 120); GCOLL_RECHECK_TOPO=1 runs step T first;
 # GCOLL_RECHECK_MPS_UCX: tests with MPS and the UCX wheel, and again with the variables
-# of GCOLL_RECHECK_MPS_UCX_ENV exported (e.g. to show a fix's test failing without it).
+# of GCOLL_RECHECK_MPS_UCX_ENV exported (e.g. to show a fix's test failing without it);
+# GCOLL_RECHECK_BENCH=1: then the nonblocking path's benchmarks with MPS (compare.py).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 BUDGET=${GCOLL_BACKLOG_BUDGET:-540}
 PLAN=${GCOLL_BACKLOG_PLAN:-all}
 # (the script's own settings, not gcoll's: the ranks would report them as unknown)
-export -n GCOLL_BACKLOG_BUDGET GCOLL_BACKLOG_PLAN GCOLL_RECHECK_NOMPS GCOLL_RECHECK_MPS GCOLL_RECHECK_CAP GCOLL_RECHECK_TOPO GCOLL_RECHECK_MPS_UCX GCOLL_RECHECK_MPS_UCX_ENV 2>/dev/null
+export -n GCOLL_BACKLOG_BUDGET GCOLL_BACKLOG_PLAN GCOLL_RECHECK_BENCH GCOLL_RECHECK_NOMPS GCOLL_RECHECK_MPS GCOLL_RECHECK_CAP GCOLL_RECHECK_TOPO GCOLL_RECHECK_MPS_UCX GCOLL_RECHECK_MPS_UCX_ENV 2>/dev/null
 T0=$(date +%s)
 OUTROOT=${OUT:-$ROOT/gpu-out}
 W=/tmp/gcoll-backlog
@@ -131,7 +132,7 @@ fi
 # shellcheck disable=SC1091
 . scripts/env.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export GCOLL_GPU_TESTS_EMULATE=0
+export GCOLLTEST_GPU_EMULATE=0
 unset GCOLL_CUDA
 nvidia-smi -q -d COMPUTE,CLOCK >"$W/nvidia-smi-q.txt" 2>&1
 (cd "$BUILD" && ctest -N -L gpu) >"$W/gpu-tests.txt" 2>&1
@@ -211,6 +212,15 @@ if [ "$PLAN" = recheck ]; then
           ctest_group R4-mps-ucx-env "${GCOLL_RECHECK_CAP:-120}" "$GCOLL_RECHECK_MPS_UCX"
         fi
       )
+    fi
+    # GCOLL_RECHECK_BENCH=1: the benchmarks of the nonblocking path (issue 29) with MPS:
+    # osu_iallreduce on device buffers (the engine on the progress thread) and on host
+    # buffers through the engine, osu_reduce / osu_reduce_scatter on floats
+    if [ "${GCOLL_RECHECK_BENCH:-0}" = 1 ]; then
+      compare_step R5-osu_iallreduce-cuda 45 --bench osu_iallreduce --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
+      compare_step R5-osu_iallreduce-host-engine 45 --bench osu_iallreduce --np 4 --reps 2 --env GCOLL_HOST_BUFFERS=engine -- -m 8:4194304 -i 50 -x 5 -T mpi_float
+      compare_step R5-osu_reduce-cuda 30 --bench osu_reduce --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
+      compare_step R5-osu_reduce_scatter-cuda 30 --bench osu_reduce_scatter --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
     fi
     mps_off
   fi

@@ -344,7 +344,7 @@ setup_env() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   # This script validates a real GPU: without one the tests must skip (exit 3), not fall
   # back to the emulated GPU as they do in CI (mpi_tests/gpu/gpu_or_skip.sh).
-  export GCOLL_GPU_TESTS_EMULATE=0
+  export GCOLLTEST_GPU_EMULATE=0
   unset GCOLL_CUDA
   if [ "$UCX_MODE" = cuda ]; then
     ucx_cuda_env || return 2

@@ -15,7 +15,7 @@
 #     local rank (and gpu_stats_check.py passes it on with -x), and one line says why:
 #       gpu_or_skip.sh: no GPU (<why>): running on the emulated GPU (GCOLL_CUDA=emulate)
 #
-# GCOLL_GPU_TESTS_EMULATE=0 restores the skip without a GPU: "SKIPPED: no GPU (<why>)"
+# GCOLLTEST_GPU_EMULATE=0 restores the skip without a GPU: "SKIPPED: no GPU (<why>)"
 # and exit 77 (the tests' SKIP_RETURN_CODE) without starting COMMAND (the MPI is not
 # CUDA-aware and must never see a device pointer it cannot handle). With it,
 # GCOLL_GPU_TESTS_FORCE=1 runs COMMAND anyway (to see how the programs themselves
@@ -56,7 +56,7 @@ else
 fi
 
 if [ -n "$why" ]; then
-  if [ "${GCOLL_GPU_TESTS_EMULATE:-1}" != "0" ]; then
+  if [ "${GCOLLTEST_GPU_EMULATE:-1}" != "0" ]; then
     export GCOLL_CUDA=emulate
     echo "gpu_or_skip.sh: no GPU ($why): running on the emulated GPU (GCOLL_CUDA=emulate)"
   elif [ "${GCOLL_GPU_TESTS_FORCE:-0}" = "1" ]; then

@@ -87,6 +87,7 @@
 #include <string>
 #include <vector>
 
+#include "gcoll/gcoll.h"
 #include "gpu_api.h"
 #include "harness.h"
 #include "types.h"
@@ -1204,6 +1205,17 @@ bool run_one(K k, const TestComm &c, const Spec &s, Form f, bool device) {
   Bufs b(x, device);
   b.upload(x);
   MPI_Request req = MPI_REQUEST_NULL;
+  if (f == Form::Nonblocking && env_int("GCOLLTEST_NB_WARM") == 1) {
+    // The same call once before, then a barrier: what the engine needs to take the next
+    // nonblocking call of this kind (its setup, the memory kinds agreed) is made at the
+    // barrier (the engine's nonblocking path, coll/async_queue.h).
+    Bufs w(x, device);
+    w.upload(x);
+    if (!rc_ok(x.call(f, w.sp(), w.rp(), &req), call_name(k, f), x.ctx + " (warm-up)") ||
+        !rc_ok(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx + " (warm-up)") ||
+        !rc_ok(MPI_Barrier(c.comm), "MPI_Barrier", x.ctx + " (warm-up)"))
+      return false;
+  }
   int rc = x.call(f, b.sp(), b.rp(), &req);
   std::string what = call_name(k, f);
   if (!rc_ok(rc, what, x.ctx)) return false;
@@ -1784,12 +1796,36 @@ INSTANTIATE_TEST_SUITE_P(Completion, CompletionTest,
 // Rank 0 starts its MPI_Iallreduce (device buffers), then sends rank 1 a message, then waits;
 // rank 1 receives that message (MPI_Irecv + MPI_Wait) before it starts its MPI_Iallreduce.
 // Legal: gcoll must not block inside MPI_Iallreduce (an agreement, a blocking staging call).
+// GCOLLTEST_NB_WARM=1: the cases' calls once each (+ MPI_Wait), then a barrier on each
+// communicator: the engine then takes the next nonblocking calls of these kinds (the
+// engine's nonblocking path needs its setup and the memory kinds agreed, which only a
+// blocking call makes: coll/async_queue.h). Without the setting: nothing.
+bool warm(const std::vector<Case> &cases, bool dev) {
+  if (env_int("GCOLLTEST_NB_WARM") != 1) return true;
+  bool ok = true;
+  std::vector<MPI_Comm> comms;
+  for (const Case &c : cases) {
+    Case x = c;
+    x.inputs(seed());
+    Bufs w(x, dev);
+    w.upload(x);
+    MPI_Request r = MPI_REQUEST_NULL;
+    ok = rc_ok(x.call(Form::Nonblocking, w.sp(), w.rp(), &r), call_name(x.k, Form::Nonblocking), x.ctx + " (warm-up)") &&
+         rc_ok(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx + " (warm-up)") && ok;
+    if (std::find(comms.begin(), comms.end(), x.comm) == comms.end()) comms.push_back(x.comm);
+  }
+  for (MPI_Comm c : comms) ok = rc_ok(MPI_Barrier(c), "MPI_Barrier", "warm-up") && ok;
+  return ok;
+}
+
 TEST(NoDeadlock, P2PAfterIallreduceStart) {
   const bool dev = device_everywhere();
   ScopedComm dup(CommKind::Dup);
   Case x = make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1000, false, false, false});
   x.inputs(seed());
   bool ok = true;
+  std::vector<Case> w{x};
+  ok = warm(w, dev) && ok;
   const std::vector<unsigned char> ref = reference(x, &ok);
   Bufs b(x, dev);
   b.upload(x);
@@ -1830,7 +1866,7 @@ TEST(NoDeadlock, ManyOutstandingReverseWaitall) {
     cs.push_back(make_case(K::Allreduce, *dup, Spec{i % 2 ? MPI_DOUBLE : MPI_INT, 7 + 131 * i, false, false, false}));
     cs.push_back(make_case(K::Bcast, *split, Spec{i % 2 ? MPI_INT : MPI_DOUBLE, 100 + 37 * i, false, i % 2 == 1, true}));
   }
-  bool ok = true;
+  bool ok = warm(cs, dev);
   std::vector<std::vector<unsigned char>> refs;
   std::vector<std::unique_ptr<Bufs>> bufs;
   for (Case &x : cs) {
@@ -1857,6 +1893,110 @@ TEST(NoDeadlock, ManyOutstandingReverseWaitall) {
     ok = compare(cs[i], *bufs[i], refs[i], call_name(cs[i].k, Form::Nonblocking) + " #" + std::to_string(i) +
                                                " + one MPI_Waitall") &&
          ok;
+  }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// Rank 0 waits for any of its MPI_Iallreduce and a receive from rank 1; rank 1 sends,
+// then waits for rank 0's answer before it starts its MPI_Iallreduce. The receive must
+// complete first: a completion call that waited for the collective first would never
+// return (the collective cannot end before rank 1 starts it).
+TEST(NoDeadlock, WaitanyReceiveBeforeCollective) {
+  const bool dev = device_everywhere();
+  ScopedComm dup(CommKind::Dup);
+  Case x = make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1000, false, false, false});
+  x.inputs(seed());
+  bool ok = true;
+  std::vector<Case> w{x};
+  ok = warm(w, dev) && ok;
+  const std::vector<unsigned char> ref = reference(x, &ok);
+  Bufs b(x, dev);
+  b.upload(x);
+  const int me = world_rank();
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int got = -1, token = 777;
+  if (me == 1) {
+    set_phase("rank 1: send, then wait for rank 0's answer");
+    ok = rc_ok(MPI_Send(&token, 1, MPI_INT, 0, kTag, MPI_COMM_WORLD), "MPI_Send", "token") && ok;
+    ok = rc_ok(MPI_Recv(&got, 1, MPI_INT, 0, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv", "answer") && ok;
+  }
+  set_phase("MPI_Iallreduce");
+  ok = rc_ok(x.call(Form::Nonblocking, b.sp(), b.rp(), &r[0]), "MPI_Iallreduce", x.ctx) && ok;
+  if (me == 0 && world_size() > 1) {
+    set_phase("rank 0: MPI_Waitany on the collective and a receive from rank 1");
+    ok = rc_ok(MPI_Irecv(&got, 1, MPI_INT, 1, kTag, MPI_COMM_WORLD, &r[1]), "MPI_Irecv", "token") && ok;
+    int index = -1;
+    ok = rc_ok(MPI_Waitany(2, r, &index, MPI_STATUS_IGNORE), "MPI_Waitany", x.ctx) && ok;
+    if (index != 1 || got != token) {
+      report("MPI_Waitany returned index %d (expected 1: the receive), token %d", index, got);
+      ok = false;
+    }
+    ok = rc_ok(MPI_Send(&token, 1, MPI_INT, 1, kTag, MPI_COMM_WORLD), "MPI_Send", "answer") && ok;
+  }
+  set_phase("MPI_Wait on the MPI_Iallreduce");
+  ok = rc_ok(MPI_Wait(&r[0], MPI_STATUS_IGNORE), "MPI_Wait", x.ctx) && ok;
+  ok = compare(x, b, ref, "MPI_Iallreduce + MPI_Waitany with a receive") && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// Two communicators, their collectives started in opposite orders on even and odd ranks
+// (MPI orders collectives per communicator only), and a blocking call on the first in
+// between: completed by one MPI_Waitall.
+TEST(NoDeadlock, TwoCommsOppositeOrdersAndBlocking) {
+  const bool dev = device_everywhere();
+  ScopedComm a(CommKind::Dup), c(CommKind::Dup);
+  std::vector<Case> cs;
+  cs.push_back(make_case(K::Allreduce, *a, Spec{MPI_INT, 1000, false, false, false}));
+  cs.push_back(make_case(K::Allgather, *c, Spec{MPI_DOUBLE, 77, false, false, false}));
+  cs.push_back(make_case(K::Allreduce, *a, Spec{MPI_DOUBLE, 5, false, false, false}));  // blocking
+  bool ok = warm(cs, dev);
+  std::vector<std::vector<unsigned char>> refs;
+  std::vector<std::unique_ptr<Bufs>> bufs;
+  for (Case &x : cs) {
+    x.inputs(seed());
+    refs.push_back(reference(x, &ok));
+    bufs.emplace_back(new Bufs(x, dev));
+    bufs.back()->upload(x);
+  }
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  const bool odd = world_rank() % 2 == 1;
+  set_phase("two nonblocking collectives, opposite orders on even and odd ranks");
+  for (int k = 0; k < 2; ++k) {
+    const int i = odd ? 1 - k : k;
+    ok = rc_ok(cs[i].call(Form::Nonblocking, bufs[i]->sp(), bufs[i]->rp(), &r[i]), call_name(cs[i].k, Form::Nonblocking),
+               cs[i].ctx) &&
+         ok;
+  }
+  set_phase("a blocking MPI_Allreduce on the first communicator with its MPI_Iallreduce outstanding");
+  ok = rc_ok(cs[2].call(Form::Blocking, bufs[2]->sp(), bufs[2]->rp(), nullptr), "MPI_Allreduce", cs[2].ctx) && ok;
+  ok = rc_ok(MPI_Waitall(2, r, MPI_STATUSES_IGNORE), "MPI_Waitall", "two communicators") && ok;
+  for (size_t i = 0; i < cs.size(); ++i) ok = compare(cs[i], *bufs[i], refs[i], "two communicators, #" + std::to_string(i)) && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// GCOLLTEST_NB_EXPECT_ENGINE=1: the engine takes nonblocking calls in this run (a progress
+// thread is started): an MPI_Iallreduce of 8 MiB, after its warm-up (large enough that the
+// engine takes it on a GPU time-sliced between ranks too, where small device calls are
+// staged by design), checked against the reference, then the library's counter.
+TEST(Engine, TookNonblockingCalls) {
+  if (env_int("GCOLLTEST_NB_EXPECT_ENGINE") != 1) GTEST_SKIP() << "GCOLLTEST_NB_EXPECT_ENGINE not set";
+  const bool dev = device_everywhere();
+  ScopedComm dup(CommKind::Dup);
+  Case x = make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1 << 20, false, false, false});
+  x.inputs(seed());
+  bool ok = true;
+  std::vector<Case> w{x};
+  ok = warm(w, dev) && ok;
+  const std::vector<unsigned char> ref = reference(x, &ok);
+  Bufs b(x, dev);
+  b.upload(x);
+  MPI_Request req = MPI_REQUEST_NULL;
+  ok = rc_ok(x.call(Form::Nonblocking, b.sp(), b.rp(), &req), "MPI_Iallreduce", x.ctx) && ok;
+  ok = rc_ok(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx) && ok;
+  ok = compare(x, b, ref, "MPI_Iallreduce of 8 MiB + MPI_Wait") && ok;
+  if (gcoll_library_counter("progress_threads") <= 0) {
+    report("no progress thread was started: the engine took no nonblocking call");
+    ok = false;
   }
   EXPECT_ALL_RANKS(ok);
 }

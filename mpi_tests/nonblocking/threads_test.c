@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gcoll/gcoll.h"
 #include <unistd.h>
 
 #include "gcoll/gcoll_emulate.h"
@@ -67,7 +69,7 @@ static const char *const mode_name[] = {"Waitall", "Testall loop", "Waitany loop
 static const int sizes[NSIZES] = {1, 4096, 7, 1000, 64, 2048, 333, 17};
 enum { MAX_N = 4096, AG_MAX = 4096 / 4 + 1, P2P_N = 257 };
 
-static int g_rank, g_size, g_device;
+static int g_rank, g_size, g_device, g_warm;
 static MPI_Comm g_comms[T];
 
 /* Every input element: small enough that a sum over any number of ranks this test runs
@@ -200,6 +202,9 @@ static void *thread_main(void *argp) {
 
   for (int r = 0; r < R; ++r) {
     const int mode = r % 6;
+    /* GCOLLTEST_NB_WARM=1: a barrier between rounds, at which gcoll sets up what its engine
+     * needs to take the next rounds' nonblocking calls (docs/architecture.md). */
+    if (g_warm && r > 0) CK(MPI_Barrier(comm));
     const int na = ar_count(t, r), nb = bc_count(t, r), root = bc_root(t, r), ng = ag_count(t, r);
     MPI_Request reqs[6];
     int ops[6];
@@ -395,6 +400,8 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 77;
   }
+  const char *warm = getenv("GCOLLTEST_NB_WARM");
+  g_warm = warm && strcmp(warm, "1") == 0;
   const char *cuda = getenv("GCOLL_CUDA");
   g_device = cuda && strcmp(cuda, "emulate") == 0;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -422,6 +429,14 @@ int main(int argc, char **argv) {
     local += args[t].failures;
   }
   for (int t = 0; t < T; ++t) MPI_Comm_free(&g_comms[t]);
+  /* GCOLLTEST_NB_EXPECT_ENGINE=1: gcoll's engine must have taken nonblocking calls here
+   * (a progress thread started); counted as a mismatch where it did not. */
+  const char *expect = getenv("GCOLLTEST_NB_EXPECT_ENGINE");
+  if (expect && strcmp(expect, "1") == 0 && gcoll_library_counter("progress_threads") <= 0) {
+    fprintf(stderr, "threads_test: rank %d: no progress thread started: the engine took no nonblocking call\n",
+            g_rank);
+    ++local;
+  }
 
   long total = 0;
   CK(MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));

@@ -144,6 +144,14 @@ const std::vector<SettingDef> kSettings = {
      "(shared memory inside a node, UCX between nodes).",
      [](Config &c, const Value &v) { c.host_engine = v.choice == 1; },
      "host buffers go to the MPI where any rank says mpi"},
+    {"GCOLL_PROGRESS_THREAD", SettingType::Enum, "on", "on|off",
+     "Nonblocking collectives (MPI_Iallreduce, ...) through gcoll's engine: on = where the engine takes the "
+     "blocking form's call (device buffers, or host buffers with GCOLL_HOST_BUFFERS=engine) on one node, a "
+     "thread per communicator (started at its first such call, ended with it; it never calls the MPI) runs "
+     "them while the application computes; off = they go to the MPI's own nonblocking call (device buffers "
+     "staged through host memory). Persistent collectives are not taken by the engine yet.",
+     [](Config &c, const Value &v) { c.progress_thread = v.choice == 0; },
+     "nonblocking calls go to the MPI (device buffers staged) where any rank says off"},
     {"GCOLL_RANKS_PER_NODE", SettingType::Int, "0", "0:1048576",
      "0: nodes are the machines. k > 0: cut each machine into virtual nodes of k consecutive local ranks "
      "(runs the multi-node paths on one machine).",
@@ -197,9 +205,10 @@ const std::vector<SettingDef> kSettings = {
      "settings, a VM without real P2P) goes through host memory, with one warning. 0: trust the topology.",
      [](Config &c, const Value &v) { c.p2p_check = v.b; }},
     {"GCOLL_CUDA", SettingType::Enum, "auto", "auto|off|emulate",
-     "auto: classify every buffer with the CUDA driver when one is loaded and a GPU exists (no driver: "
-     "every buffer is host memory, silently). off: never touch CUDA; device buffers reach the MPI as they "
-     "would without gcoll. emulate: TESTING ONLY, never for real jobs: CUDA is not used; an emulated GPU "
+     "auto: classify every buffer with the CUDA driver once the application's process has loaded it "
+     "(libcuda.so.1) and a GPU exists; gcoll never loads the driver before the application does (until then, "
+     "and without a driver, every buffer is host memory, silently). off: never touch CUDA; device buffers "
+     "reach the MPI as they would without gcoll. emulate: TESTING ONLY, never for real jobs: CUDA is not used; an emulated GPU "
      "(include/gcoll/gcoll_emulate.h) stands in for it, with device memory the CPU cannot touch, IPC between "
      "processes and streams whose work runs later on worker threads; the test programs allocate from it.",
      [](Config &c, const Value &v) {
@@ -207,6 +216,14 @@ const std::vector<SettingDef> kSettings = {
        c.cuda_emulate = v.choice == 2;
      },
      "the communicator uses the MPI (device buffers staged where a rank sees them)"},
+    {"GCOLL_CUDA_ASSUME_GPU", SettingType::Bool, "0", nullptr,
+     "GCOLL_CUDA=auto: a process that has not loaded libcuda.so.1 by its communicators' first calls counts "
+     "as one that may hold device memory later (those communicators classify its buffers, so that device "
+     "buffers are seen when they come) where an NVIDIA GPU is visible (/dev/nvidiactl, "
+     "/proc/driver/nvidia/gpus, /dev/dxg); elsewhere it has host memory only. 1: everywhere (a machine whose "
+     "GPU device files appear only at the first CUDA call). Either way the driver is loaded only once the "
+     "application has loaded libcuda.so.1.",
+     [](Config &c, const Value &v) { c.cuda_assume_gpu = v.b; }},
     {"GCOLL_EMU_DELAY", SettingType::Int, "200", "0:1000000",
      "GCOLL_CUDA=emulate only: each operation queued on an emulated stream (copy, reduction, event) waits a "
      "random 0 to this many microseconds before it runs, so that a missing wait shows as a wrong result.",

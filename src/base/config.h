@@ -30,9 +30,11 @@ struct Config {
   int timeout_s = 0;                 // 0: no timeout
   bool cuda = true;                  // GCOLL_CUDA=auto|emulate (false: off, every buffer is host memory)
   bool cuda_emulate = false;         // GCOLL_CUDA=emulate: the emulated GPU (testing only)
+  bool cuda_assume_gpu = false;      // GCOLL_CUDA_ASSUME_GPU: may hold device memory where no GPU is visible
   int emu_delay_us = 200;            // GCOLL_EMU_DELAY: largest random delay of an emulated device operation
   bool device_engine = true;         // GCOLL_DEVICE_BUFFERS=engine (false: staged)
   bool uniform_memory = false;       // GCOLL_UNIFORM_MEMORY: skip the per-call memory-kind agreement
+  bool progress_thread = true;       // GCOLL_PROGRESS_THREAD: nonblocking calls through the engine
   std::uint64_t device_chunk_size = 8ull << 20;   // GCOLL_DEVICE_CHUNK_SIZE
   std::uint64_t ipc_cache_size = 16ull << 30;     // GCOLL_IPC_CACHE_SIZE
   FusedMode device_fused = FusedMode::Off;          // GCOLL_DEVICE_FUSED (src/mem/cuda_space.h)

@@ -44,6 +44,7 @@ const char *counter_name(Counter c) {
     case Counter::TopoNoP2p: return "device_topology_no_p2p";
     case Counter::P2pProbeFailures: return "p2p_probe_failures";
     case Counter::NvlinkRings: return "device_nvlink_rings";
+    case Counter::ProgressThreads: return "progress_threads";
     case Counter::kCount: break;
   }
   return "?";

@@ -72,6 +72,8 @@ constexpr int kMaxAlgos = 64;                            // engine algorithms, b
 //                   counted by the node's first rank of each communicator that probed them;
 //   NvlinkRings:    device spaces created on an NVLink ring (coll/device_topo.h: one node
 //                   whose GPUs are P2P only along a cycle), one per rank and communicator.
+//   ProgressThreads: progress threads started (coll/async_queue.h: one per communicator
+//                   whose nonblocking calls the engine took).
 enum class Counter : int {
   HiddenMpi = 0,
   Agreements,
@@ -85,6 +87,7 @@ enum class Counter : int {
   TopoNoP2p,
   P2pProbeFailures,
   NvlinkRings,
+  ProgressThreads,
   kCount
 };
 constexpr int kLibCounters = static_cast<int>(Counter::kCount);

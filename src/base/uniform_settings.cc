@@ -151,6 +151,7 @@ AgreedSettings agreed_settings(const std::vector<long long> &lo, const std::vect
     a.host_engine = false;
     a.device_engine = false;
     a.engine = false;
+    a.progress_thread = false;
     a.agree_interval = 1;
     return a;
   }
@@ -167,6 +168,8 @@ AgreedSettings agreed_settings(const std::vector<long long> &lo, const std::vect
   a.device_engine = h == 0;  // "engine|staged": no rank says staged
   at("GCOLL_UNIFORM_MEMORY", 0, 0, &l, &h);
   a.uniform_memory = l == 1;
+  at("GCOLL_PROGRESS_THREAD", 0, 0, &l, &h);
+  a.progress_thread = h == 0;  // "on|off": on on every rank
   at("GCOLL_MEMORY_AGREE_INTERVAL", 1, 1, &l, &h);
   a.agree_interval = l == h && l > 0 && l <= INT_MAX ? static_cast<int>(l) : 1;
   a.timeout_s = lo[kTimeoutMin] == LLONG_MAX ? 0 : static_cast<int>(lo[kTimeoutMin]);

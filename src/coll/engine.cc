@@ -200,6 +200,8 @@ EngineSlot::~EngineSlot() {
   reap_retired();
 }
 
+Engine *EngineSlot::peek() { return state_ == State::Ready ? engine_.get() : nullptr; }
+
 Status EngineSlot::get(MPI_Comm comm, bool inter, std::uint64_t id, const EngineSettings &s, Engine **out) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (g_concurrent_threads.load(std::memory_order_relaxed)) lock.lock();
@@ -412,6 +414,30 @@ Status Engine::select_space(MemKind mem, int gpu) {
   call_topo = device_topo;
   call_host_rail = device_host_rail;
   return Status::Ok;
+}
+
+Status Engine::prepare_device(int gpu) {
+  const Status st = select_space(MemKind::Device, gpu);
+  return st == Status::ErrComm ? st : Status::Ok;
+}
+
+bool Engine::takes_without_mpi(const CollArgs &a) const {
+  const MemSpace *sp = nullptr;
+  const Topology *t = &topo;
+  if (a.mem == MemKind::Host) {
+    sp = host_space.get();
+  } else {
+    if (device_state != DeviceState::Ready) return false;
+    sp = device_space.get();
+    t = device_topo;
+  }
+  if (!sp || t->num_nodes != 1) return false;
+  CollArgs call = a;
+  call.fused = a.mem == MemKind::Device && sp->can_fuse();
+  call.time_sliced = a.mem == MemKind::Device && sp->time_sliced();
+  call.reducible = !is_reduction(a.coll) || sp->can_reduce(a.dtype, a.op);
+  const Algorithm *algo = select_algorithm(user_tune_rules(), call, *t);
+  return algo && algo->run;
 }
 
 Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {

@@ -54,6 +54,14 @@ struct Engine {
   // peer still needs this rank when it returns. NotSupported, alike on every rank and
   // before any byte moved, when the engine does not take the call.
   Status run(const CollArgs &a, int gpu, EngineRecord *rec);
+  // The device space on GPU `gpu`, created (collectively) if it was not tried yet: what a
+  // first device call does before it runs. ErrComm where the ranks could not agree.
+  Status prepare_device(int gpu);
+  // Whether run() would take the call without any collective setup or any MPI call: its
+  // memory space exists, the call's topology is one node (calls across nodes end with
+  // agreements over the MPI), and an algorithm other than @staged is selected. Rank-uniform
+  // (all of it was agreed); changes nothing (the progress thread may be inside run()).
+  bool takes_without_mpi(const CollArgs &a) const;
 
   MPI_Comm comm = MPI_COMM_NULL;           // the communicator it serves (the application's)
   std::uint64_t id = 0;                    // the communicator's number in the logs
@@ -191,6 +199,8 @@ class EngineSlot {
   // intercommunicator, settings that differ: !s.usable, a failed setup): from then on,
   // without asking again.
   Status get(MPI_Comm comm, bool inter, std::uint64_t id, const EngineSettings &s, Engine **out);
+  // The engine if it is set up, else nullptr (never sets it up).
+  Engine *peek();
 
  private:
   enum class State { Untried, Ready, Unavailable };

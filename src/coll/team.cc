@@ -1,16 +1,27 @@
 #include "coll/team.h"
 
 #include "base/wait.h"
+#include "coll/team_memory.h"
 #include "coll/team_call.h"
 
 namespace gcoll {
 
-Status Team::run_engine(const CollArgs &a, int gpu, EngineRecord *rec) {
+Status Team::run_engine(const CollArgs &a, int gpu, EngineRecord *rec, bool on_app_thread) {
+  Engine *e = nullptr;
+  if (!on_app_thread) {
+    // The progress thread: the engine is set up (team_async_call takes nothing else), and
+    // nothing here calls the MPI.
+    e = engine.peek();
+    if (!e) return Status::ErrInternal;
+    const Status st = e->run(a, gpu, rec);
+    if (st != Status::NotSupported) seq.fetch_add(1, std::memory_order_relaxed);
+    return st;
+  }
   // The engine's waits (its setup's agreements, syncs with node peers, the rails) keep the
   // MPI progressing (base/wait.h). Only here: the other paths of a call wait for nothing
   // but this rank's own GPU or the MPI itself, and the passthrough path stays untouched.
   WaitCallScope in_call;
-  Engine *e = nullptr;
+  async.drain();  // the nonblocking calls started before this one run first
   EngineSettings es;
   es.usable = engine_settings;
   es.timeout_s = timeout_s;
@@ -22,6 +33,39 @@ Status Team::run_engine(const CollArgs &a, int gpu, EngineRecord *rec) {
   if (e->device >= 0) device = e->device;
   if (st != Status::NotSupported) seq.fetch_add(1, std::memory_order_relaxed);
   return st;
+}
+
+void Team::settle_async_wants() {
+  std::vector<AsyncWant> wants;
+  wants.swap(async_wants);
+  if (!progress_thread || (!host_engine && gpu == 0)) return;  // (agreed since the wants were noted)
+  WaitCallScope in_call;
+  async.drain();
+  // Collective, every rank alike (the list is the same on every rank, and so is every
+  // answer): each key's memory kinds agreed where they must be; then, where some key
+  // would take the engine, its setup and, for device memory, the device space.
+  std::vector<CallMemory> answers(wants.size());
+  bool any_engine = false;
+  for (std::size_t i = 0; i < wants.size(); ++i) {
+    if (!ok(agree_memory_slow(this, wants[i].coll, wants[i].bytes, wants[i].lm, &answers[i]))) return;
+    const CallMemory &cm = answers[i];
+    any_engine = any_engine || (cm.mem == CallMem::Host && host_engine) ||
+                 (cm.mem == CallMem::Device && cm.device_engine);
+  }
+  if (!any_engine) return;
+  EngineSettings es;
+  es.usable = engine_settings;
+  es.timeout_s = timeout_s;
+  Engine *e = nullptr;
+  if (!ok(engine.get(comm, inter, id, es, &e))) return;
+  for (std::size_t i = 0; i < wants.size(); ++i) {
+    const CallMemory &cm = answers[i];
+    if (cm.mem == CallMem::Device && cm.device_engine) {
+      const int g = device >= 0 ? device : wants[i].lm.ordinal;
+      if (e->prepare_device(g) == Status::ErrComm) return;
+      if (e->device >= 0) device = e->device;
+    }
+  }
 }
 
 LocalMemory packed_memory(const LocalMemory &lm, bool packed_send, bool packed_recv, const Buffers &b) {

@@ -13,10 +13,13 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "base/stats.h"
 #include "base/status.h"
+#include "coll/async_queue.h"
 #include "coll/engine.h"
 #include "coll/local_memory.h"
 
@@ -60,10 +63,29 @@ struct Team {
 
   EngineSlot engine;  // gcoll's engine for it; released with the team
 
+  // The nonblocking forms through the engine (team_call.h: team_async_call).
+  bool progress_thread = false;  // GCOLL_PROGRESS_THREAD=on on every rank (agreed)
+  // What the nonblocking calls since the last blocking one lacked to take the engine: an
+  // agreement of their key's memory kinds, or the engine's setup (both collective, so
+  // never made inside a nonblocking call). The next blocking call on the communicator
+  // makes them (settle_async_wants), every rank alike: the list is rank-uniform (it grows
+  // only from what every rank has alike), the kinds in it are each rank's own vote.
+  struct AsyncWant {
+    Coll coll;
+    std::size_t bytes;
+    LocalMemory lm;
+  };
+  std::vector<AsyncWant> async_wants;
+  void settle_async_wants();
+  AsyncQueue async;  // declared after `engine`: its thread ends first
+
   // Runs the engine for a call it supports, on GPU `device` for device memory.
   // NotSupported (the same on every rank, before any byte moved) sends the call to the
-  // MPI (host buffers) or to the staged path (device).
-  Status run_engine(const CollArgs &a, int device, EngineRecord *rec);
+  // MPI (host buffers) or to the staged path (device). On the application's thread it
+  // first waits for the nonblocking calls still queued on the progress thread (one engine
+  // call at a time, in the order they were started) and keeps the MPI progressing while
+  // it waits (base/wait.h); on the progress thread it never calls the MPI.
+  Status run_engine(const CollArgs &a, int device, EngineRecord *rec, bool on_app_thread = true);
 };
 
 }  // namespace gcoll

@@ -8,12 +8,15 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "base/log.h"
 #include "base/stats.h"
 #include "coll/decide.h"
 #include "coll/deviate.h"
 #include "coll/engine.h"
+#include "coll/engine_op.h"
 #include "coll/pack.h"
 #include "coll/staged.h"
 #include "coll/team.h"
@@ -21,16 +24,6 @@
 
 namespace gcoll {
 
-// The buffers of a call that carry bytes (nullptr: none, or MPI_IN_PLACE), for the
-// memory classification.
-struct Buffers {
-  const void *send = nullptr;
-  const void *recv = nullptr;
-};
-
-// This rank's memory kinds in an engine call whose packed sides (pack.h) are host
-// scratch: the engine's view, for fits_agreed and the deviator.
-LocalMemory packed_memory(const LocalMemory &lm, bool packed_send, bool packed_recv, const Buffers &b);
 
 // The path of one call, the same for every collective (pmpi's argument files give their
 // call's particulars; pmpi/call.h wraps this in the guard, after the communicator checks):
@@ -64,6 +57,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   // The team's first call agrees whether any of its ranks can hold device memory at all,
   // and the settings that must be equal on every rank.
   if (cs && cs->gpu < 0) agree_once(cs);
+  if (cs && !cs->async_wants.empty() && !cs->without_gcoll) cs->settle_async_wants();
   if (cs && cs->without_gcoll) {
     stats.record(coll, Path::Error, 0);
     return raise_error(Status::ErrMismatch, kWithoutGcoll);
@@ -112,47 +106,19 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   }
   Path path = decide(in);
   if (path == Path::Engine) {
-    EngineRecord rec;
-    Status st;
-    // A layout that is not the signature's bytes in one run: packed host scratch in the
-    // engine call (pack.h), which the engine sees as host memory.
-    Packer packer;
-    LocalMemory mine = lm;
-    if (plan.any()) {
-      plan.send.device = lm.is_device[0];
-      plan.recv.device = lm.is_device[1];
-      st = packer.enter(&args, plan, cs->rank, cs->size, lm.ordinal);
-      if (!ok(st)) {
-        stats.record(coll, Path::Error, 0);
-        return raise_error(st, packer.why().c_str());
-      }
-      mine = packed_memory(lm, packer.packed_send(), packer.packed_recv(), bufs);
+    EngineOp op;
+    op.args = args;
+    op.plan = plan;
+    Status st = op.enter(cs, lm, cm, bufs);
+    if (!ok(st)) {
+      stats.record(coll, Path::Error, 0);
+      return raise_error(st, op.why().c_str());
     }
-    if (fits_agreed(mine, cm, cs->device)) {
-      st = cs->run_engine(args, lm.ordinal, &rec);
-    } else {
-      // A deviator: the same engine call, on scratch of the agreed kind.
-      stats.count(Counter::Deviations);
-      const int gpu = args.mem == MemKind::Device ? cs->device : mine.ordinal;
-      Deviator dev(args.mem, gpu);
-      st = dev.enter(&args, cs->rank, cs->size);
-      if (!ok(st)) {
-        stats.record(coll, Path::Error, 0);
-        return raise_error(st, dev.why().c_str());
-      }
-      st = cs->run_engine(args, dev.gpu(), &rec);
-      if (ok(st)) st = dev.leave();
-      if (!ok(st) && st != Status::NotSupported && !dev.why().empty()) {
-        stats.record(coll, Path::Error, 0);
-        return raise_error(st, dev.why().c_str());
-      }
-    }
-    if (ok(st) && plan.any()) {
-      st = packer.leave();
-      if (!ok(st)) {
-        stats.record(coll, Path::Error, 0);
-        return raise_error(st, packer.why().c_str());
-      }
+    st = op.leave(op.run(cs, true));
+    const EngineRecord &rec = op.rec;
+    if (!ok(st) && st != Status::NotSupported && !op.why().empty()) {
+      stats.record(coll, Path::Error, 0);
+      return raise_error(st, op.why().c_str());
     }
     if (ok(st)) {
       stats.record(coll, Path::Engine, bytes(true));
@@ -192,6 +158,85 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(path));
   if (path == Path::Staged) errno = app_errno;
   return rc;
+}
+
+// The engine's part of a nonblocking call (pmpi/call.h: async_dispatch). A nonblocking
+// call may not wait for its peers, so nothing is agreed here: the engine takes it only
+// where everything its path depends on was agreed before, by calls every rank made in the
+// same order on this communicator, so that every rank decides alike:
+//   - the communicator's settings (its first call), GCOLL_PROGRESS_THREAD=on everywhere;
+//   - the engine set up, with the memory space the call needs, and the call's topology one
+//     node (Engine::takes_without_mpi: the progress thread never calls the MPI);
+//   - the memory kinds: host where no rank can hold device memory, this rank's own under
+//     GCOLL_UNIFORM_MEMORY, else the answer of the last agreement of the same collective
+//     and size class (agree_memory's table; read, not advanced);
+//   - an algorithm other than @staged for the arguments (rank-uniform).
+// What is missing is noted (Team::async_wants) and made by the next blocking call on the
+// communicator, so that the next nonblocking calls of the kind take the engine. Returns
+// Ok with *out set: the op, entered on this rank's buffers (pack/deviate copies in done)
+// and queued; Ok with *out empty: not the engine's (the MPI's call of the form, or
+// staged); an error: this rank's own failure to enter (*why), before anything was queued.
+template <class Prepare>
+inline Status team_async_call(Team *cs, Coll coll, Buffers bufs, Prepare &&prepare, std::shared_ptr<EngineOp> *out,
+                              std::string *why) {
+  out->reset();
+  if (!cs || cs->without_gcoll || (cs->gpu >= 0 && !cs->progress_thread)) return Status::Ok;
+  if (!cs->host_engine && cs->gpu == 0) return Status::Ok;  // host buffers go to the MPI
+  std::shared_ptr<EngineOp> op = std::make_shared<EngineOp>();
+  op->args.coll = coll;
+  if (!prepare(&op->args, &op->plan)) return Status::Ok;
+  const void *ptrs[2] = {bufs.send, bufs.recv};
+  const LocalMemory lm = cs->gpu < 0 ? classify_local(ptrs, 2, -1) : classify_call(&cs->memo, ptrs, cs->device);
+  CallMemory cm;
+  bool known = true;
+  if (cs->gpu < 0) {
+    known = false;  // the communicator's first call: nothing agreed yet
+  } else if (cs->gpu == 0) {
+    cm.mem = CallMem::Host;
+  } else if (cs->uniform_memory) {
+    if (!ok(agree_memory_slow(cs, coll, op->args.bytes(), lm, &cm))) return Status::Ok;  // local under the promise
+  } else {
+    const Team::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(op->args.bytes())];
+    if (k.bits < 0) known = false;
+    else std::memcpy(&cm, &k.answer, sizeof cm);
+  }
+  Engine *e = cs->engine.peek();
+  if (!known || !e) {
+    for (const Team::AsyncWant &w : cs->async_wants)
+      if (w.coll == coll && size_class(w.bytes) == size_class(op->args.bytes())) return Status::Ok;
+    cs->async_wants.push_back({coll, op->args.bytes(), lm});
+    return Status::Ok;
+  }
+  DispatchInput in;
+  in.host_buffers_engine = cs->host_engine;
+  in.engine_supports = true;
+  in.local_device = lm.device;
+  in.mem = cm.mem;
+  in.device_engine = cm.device_engine;
+  if (decide(in) != Path::Engine) return Status::Ok;
+  op->args.mem = cm.mem == CallMem::Device ? MemKind::Device : MemKind::Host;
+  op->args.zero_copy = cm.zero_copy;
+  if (op->args.mem == MemKind::Device && e->device_state != Engine::DeviceState::Ready) {
+    for (const Team::AsyncWant &w : cs->async_wants)
+      if (w.coll == coll && size_class(w.bytes) == size_class(op->args.bytes())) return Status::Ok;
+    cs->async_wants.push_back({coll, op->args.bytes(), lm});
+    return Status::Ok;
+  }
+  if (!e->takes_without_mpi(op->args)) return Status::Ok;
+  op->keep_arrays(cs->size);
+  Status st = op->enter(cs, lm, cm, bufs);
+  if (!ok(st)) {
+    *why = op->why();
+    return st;
+  }
+  op->team = cs;
+  st = cs->async.submit(cs, op);
+  if (!ok(st)) {
+    *why = "no progress thread could be started";
+    return st;
+  }
+  *out = std::move(op);
+  return Status::Ok;
 }
 
 }  // namespace gcoll

@@ -113,9 +113,11 @@ void agree_once(Team *cs) {
     a.gpu = true;
     a.engine = false;
     a.device_engine = false;
+    a.progress_thread = false;
     a.agree_interval = 1;
   }
   cs->gpu = a.gpu ? 1 : 0;
+  cs->progress_thread = a.progress_thread;
   cs->host_engine = a.host_engine;
   cs->uniform_memory = a.uniform_memory;
   cs->device_engine = a.device_engine;

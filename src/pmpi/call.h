@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "base/stats.h"
+#include "base/wait.h"
 #include "coll/team_call.h"
 #include "pmpi/comm_state.h"
 #include "pmpi/errors.h"
@@ -57,11 +59,17 @@ inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Pr
 // with nothing agreed (a nonblocking call may not wait for its peers): host buffers go to
 // the MPI's call of the form; device buffers are staged, the MPI's call of the form made
 // on host copies (coll/staged.h), the copies back when the application sees the request
-// complete. The engine takes no call of these forms yet. Counted on the form's line
+// complete. Counted on the form's line
 // (nonblocking: at the call; persistent: at each start).
-template <class Mpi, class Staged, class Bytes>
-inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs, Mpi &&mpi,
-                          Staged &&staged, Bytes &&bytes) {
+// Nonblocking calls the engine can take (team_call.h: team_async_call, the same on every
+// rank) run on the communicator's progress thread instead: the application gets a
+// generalized request of gcoll's (MPI_Grequest_start), which the completion calls complete
+// once the thread has run the op (pmpi/requests.h).
+int engine_request(MPI_Request *request);
+
+template <class Prepare, class Mpi, class Staged, class Bytes>
+inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs,
+                          Prepare &&prepare, Mpi &&mpi, Staged &&staged, Bytes &&bytes) {
   Stats &stats = process_stats();
   const Coll line = coll_form(coll, form.form);
   if (comm == MPI_COMM_NULL) {
@@ -70,6 +78,40 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
   }
   const int app_errno = errno;
   const bool persistent = form.form == Form::Persistent;
+  if (form.form == Form::Nonblocking && form.request) {
+    CommState *cs = nullptr;
+    if (!ok(comm_state(comm, &cs)) || (cs && cs->inter)) cs = nullptr;
+    std::shared_ptr<EngineOp> eop;
+    std::string why;
+    const Status st = team_async_call(cs, coll, bufs, prepare, &eop, &why);
+    if (!ok(st)) {
+      stats.record(line, Path::Error, 0);
+      return raise_error(comm, st, func, why.c_str());
+    }
+    if (eop) {
+      // Queued: the request can only fail to appear if the MPI refuses a generalized one,
+      // and then the op still runs (its peers run it too): it is waited for here.
+      const int rc = engine_request(form.request);
+      std::unique_ptr<RequestOp> op(new RequestOp);
+      op->comm = comm;
+      op->coll = line;
+      op->path = Path::Engine;
+      op->bytes = bytes(true);
+      op->active = true;
+      op->engine = eop;
+      if (rc != MPI_SUCCESS) {
+        wait_until([&] { return eop->done.load(std::memory_order_acquire); });
+        eop->leave(eop->run_status);
+        stats.record(line, Path::Error, 0);
+        return rc;
+      }
+      stats.record(line, Path::Engine, op->bytes);
+      track_request(*form.request, std::move(op));
+      errno = app_errno;
+      GCOLL_TRACE("%s: engine, on the progress thread", func);
+      return MPI_SUCCESS;
+    }
+  }
   const void *ptrs[2] = {bufs.send, bufs.recv};
   const LocalMemory lm =
       (bufs.send || bufs.recv) && device_memory_possible() ? classify_local(ptrs, 2, -1) : LocalMemory{};
@@ -155,7 +197,7 @@ inline int run_call(Coll coll, const CallForm &form, const char *func, MPI_Comm 
     const Coll line = coll_form(coll, form.form);
     const char *name = form_func_name(line);
     return guarded(
-        comm, name, [&] { return async_dispatch(coll, form, name, comm, bufs, mpi, staged, bytes); },
+        comm, name, [&] { return async_dispatch(coll, form, name, comm, bufs, prepare, mpi, staged, bytes); },
         [&] { process_stats().record(line, Path::Error, 0); });
   }
   return guarded(

@@ -23,6 +23,7 @@
 
 #include "pmpi/call_kinds.h"
 #include "pmpi/collectives.h"
+#include "base/wait.h"
 #include "pmpi/requests.h"
 
 #include <dlfcn.h>
@@ -213,6 +214,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_wait(MPI_Fint *request, MPI_F
   if (!mpi) return set_ierror(ierror, kNoMpifh);
   const CHandles c(1, request);
   gcoll::Watch w(c.n(), c.data());
+  w.wait_engines();
   MPI_Fint e = MPI_SUCCESS;
   mpi(request, status, &e);
   if (e == MPI_SUCCESS && w.any()) e = w.completed(0);
@@ -228,6 +230,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_test(MPI_Fint *request, MPI_F
   if (!mpi) return set_ierror(ierror, kNoMpifh);
   const CHandles c(1, request);
   gcoll::Watch w(c.n(), c.data());
+  w.settle();
   MPI_Fint e = MPI_SUCCESS;
   mpi(request, flag, status, &e);
   if (e == MPI_SUCCESS && *flag && w.any()) e = w.completed(0);
@@ -243,6 +246,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_waitall(MPI_Fint *count, MPI_
   if (!mpi) return set_ierror(ierror, kNoMpifh);
   const CHandles c(*count, requests);
   gcoll::Watch w(c.n(), c.data());
+  w.wait_engines();
   MPI_Fint e = MPI_SUCCESS;
   mpi(count, requests, statuses, &e);
   if (e == MPI_SUCCESS && w.any()) e = w.all_completed();
@@ -258,6 +262,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_testall(MPI_Fint *count, MPI_
   if (!mpi) return set_ierror(ierror, kNoMpifh);
   const CHandles c(*count, requests);
   gcoll::Watch w(c.n(), c.data());
+  w.settle();
   MPI_Fint e = MPI_SUCCESS;
   mpi(count, requests, flag, statuses, &e);
   if (e == MPI_SUCCESS && *flag && w.any()) e = w.all_completed();
@@ -274,7 +279,22 @@ __attribute__((visibility("hidden"))) void gcoll_f_waitany(MPI_Fint *count, MPI_
   const CHandles c(*count, requests);
   gcoll::Watch w(c.n(), c.data());
   MPI_Fint e = MPI_SUCCESS;
-  mpi(count, requests, index, status, &e);
+  w.settle();
+  if (w.engines_pending()) {
+    // Whichever request completes first: poll (the MPI's wait never sees an engine op end).
+    using T = void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+    static const T testany = mpifh<T>("ompi_testany_f");
+    MPI_Fint flag = 0;
+    gcoll::WaitPolicy p;
+    for (;;) {
+      w.settle();
+      testany(count, requests, index, &flag, status, &e);
+      if (e != MPI_SUCCESS || flag) break;
+      p.pause();
+    }
+  } else {
+    mpi(count, requests, index, status, &e);
+  }
   if (e == MPI_SUCCESS && w.any() && *index != MPI_UNDEFINED) e = w.completed(*index - 1);  // 1-based
   set_ierror(ierror, e);
 }
@@ -288,6 +308,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_testany(MPI_Fint *count, MPI_
   if (!mpi) return set_ierror(ierror, kNoMpifh);
   const CHandles c(*count, requests);
   gcoll::Watch w(c.n(), c.data());
+  w.settle();
   MPI_Fint e = MPI_SUCCESS;
   mpi(count, requests, index, flag, status, &e);
   if (e == MPI_SUCCESS && *flag && w.any() && *index != MPI_UNDEFINED) e = w.completed(*index - 1);
@@ -317,7 +338,19 @@ __attribute__((visibility("hidden"))) void gcoll_f_waitsome(MPI_Fint *incount, M
   const CHandles c(*incount, requests);
   gcoll::Watch w(c.n(), c.data());
   MPI_Fint e = MPI_SUCCESS;
-  mpi(incount, requests, outcount, indices, statuses, &e);
+  w.settle();
+  if (w.engines_pending()) {
+    static const F testsome = mpifh<F>("ompi_testsome_f");
+    gcoll::WaitPolicy p;
+    for (;;) {
+      w.settle();
+      testsome(incount, requests, outcount, indices, statuses, &e);
+      if ((e != MPI_SUCCESS && e != MPI_ERR_IN_STATUS) || *outcount != 0) break;
+      p.pause();
+    }
+  } else {
+    mpi(incount, requests, outcount, indices, statuses, &e);
+  }
   set_ierror(ierror, some_completed(w, e, outcount, indices));
 }
 
@@ -331,6 +364,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_testsome(MPI_Fint *incount, M
   if (!mpi) return set_ierror(ierror, kNoMpifh);
   const CHandles c(*incount, requests);
   gcoll::Watch w(c.n(), c.data());
+  w.settle();
   MPI_Fint e = MPI_SUCCESS;
   mpi(incount, requests, outcount, indices, statuses, &e);
   set_ierror(ierror, some_completed(w, e, outcount, indices));
@@ -345,6 +379,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_request_get_status(MPI_Fint *
   if (!mpi) return set_ierror(ierror, kNoMpifh);
   const CHandles c(1, request);
   gcoll::Watch w(c.n(), c.data());
+  w.settle();
   MPI_Fint e = MPI_SUCCESS;
   mpi(request, flag, status, &e);
   if (e == MPI_SUCCESS && *flag && w.any()) e = w.status_complete(0);

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/wait.h"
+#include "coll/team.h"
 #include "pmpi/errors.h"
 
 namespace gcoll {
@@ -65,6 +67,62 @@ void track_request(MPI_Request r, std::unique_ptr<RequestOp> op) {
 
 bool requests_tracked() { return g_tracked.load(std::memory_order_relaxed) != 0; }
 
+namespace {
+// The generalized request of an engine op: a collective's status (no source, tag or
+// elements); its errors are raised by the completion call through the communicator's
+// error handler (Watch::completed), as a staged request's are.
+int greq_query(void *, MPI_Status *status) {
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  return MPI_SUCCESS;
+}
+int greq_free(void *) { return MPI_SUCCESS; }
+int greq_cancel(void *, int) { return MPI_SUCCESS; }
+}  // namespace
+
+int engine_request(MPI_Request *request) {
+  return PMPI_Grequest_start(greq_query, greq_free, greq_cancel, nullptr, request);
+}
+
+void Watch::settle() {
+  for (std::size_t k = 0; k < ops_.size(); ++k) {
+    RequestOp *op = ops_[k].second.get();
+    if (!op || !op->engine || op->greq_done || !op->engine->done.load(std::memory_order_acquire)) continue;
+    std::lock_guard<std::mutex> g(op->mu);
+    if (op->greq_done) continue;
+    op->greq_done = true;
+    PMPI_Grequest_complete(handles_[k]);
+  }
+}
+
+bool Watch::engines_pending() const {
+  for (const auto &e : ops_)
+    if (e.second && e.second->engine && !e.second->greq_done &&
+        !e.second->engine->done.load(std::memory_order_acquire))
+      return true;
+  return false;
+}
+
+void Watch::wait_engines() {
+  // Ops next in line that no thread has taken run here (AsyncQueue::run_here), in the
+  // array's order as long as one does; the others are waited for.
+  for (bool ran = true; ran && engines_pending();) {
+    ran = false;
+    for (const auto &e : ops_) {
+      RequestOp *op = e.second.get();
+      if (!op || !op->engine || op->engine->done.load(std::memory_order_acquire) || !op->engine->team) continue;
+      ran = op->engine->team->async.run_here(op->engine->team, op->engine.get()) || ran;
+    }
+  }
+  if (engines_pending()) {
+    WaitCallScope in_call;  // the MPI keeps progressing (base/wait.h)
+    wait_until([&] { return !engines_pending(); });
+  }
+  settle();
+}
+
 Watch::Watch(int n, const MPI_Request *requests) {
   if (!requests_tracked() || !requests) return;
   for (int i = 0; i < n; ++i)
@@ -92,6 +150,18 @@ MPI_Request Watch::handle(int i) const {
   return MPI_REQUEST_NULL;
 }
 
+namespace {
+// An engine op's results into the application's buffers (deviator, packer), its stats.
+StagedResult finish_engine(RequestOp *op) {
+  StagedResult r;
+  EngineOp &e = *op->engine;
+  r.status = e.leave(e.run_status);
+  if (ok(r.status)) process_stats().record_engine(op->coll, e.rec);
+  else r.why = e.why().empty() ? "the collective failed" : e.why();
+  return r;
+}
+}  // namespace
+
 int Watch::completed(int i) {
   RequestOp *op = this->op(i);
   if (!op) return MPI_SUCCESS;
@@ -102,6 +172,7 @@ int Watch::completed(int i) {
     // waits for the copies of the thread that completed it, and finds nothing to do.
     std::lock_guard<std::mutex> g(op->mu);
     if (op->stager && op->active && !op->finished && !op->stager->finish()) r = op->stager->result(MPI_SUCCESS);
+    if (op->engine && op->active && !op->finished) r = finish_engine(op);
     op->active = false;
     op->finished = false;
   }
@@ -162,6 +233,13 @@ int Watch::status_complete(int i) {
   if (!op->active || op->finished) return MPI_SUCCESS;
   // Complete, not yet freed: the results go back now (the application may read them).
   op->finished = true;
+  if (op->engine) {
+    const StagedResult r = finish_engine(op);
+    g.unlock();
+    if (ok(r.status)) return MPI_SUCCESS;
+    process_stats().record(op->coll, Path::Error, 0);
+    return raise_error(op->comm, r.status, "MPI_Request_get_status", r.why.c_str());
+  }
   if (op->stager && !op->stager->finish()) {
     g.unlock();
     const StagedResult r = op->stager->result(MPI_SUCCESS);
@@ -215,6 +293,7 @@ int all_done(Watch &w, int count, MPI_Status statuses[]) {
 int wait(MPI_Request *request, MPI_Status *status) {
   if (!requests_tracked() || !request) return PMPI_Wait(request, status);
   Watch w(1, request);
+  w.wait_engines();
   const int rc = PMPI_Wait(request, status);
   if (!w.any() || rc != MPI_SUCCESS) return rc;
   return w.completed(0);
@@ -223,6 +302,7 @@ int wait(MPI_Request *request, MPI_Status *status) {
 int test(MPI_Request *request, int *flag, MPI_Status *status) {
   if (!requests_tracked() || !request) return PMPI_Test(request, flag, status);
   Watch w(1, request);
+  w.settle();
   const int rc = PMPI_Test(request, flag, status);
   if (!w.any() || rc != MPI_SUCCESS || !*flag) return rc;
   return w.completed(0);
@@ -231,6 +311,7 @@ int test(MPI_Request *request, int *flag, MPI_Status *status) {
 int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   if (!requests_tracked()) return PMPI_Waitall(count, requests, statuses);
   Watch w(count, requests);
+  w.wait_engines();
   const int rc = PMPI_Waitall(count, requests, statuses);
   if (!w.any()) return rc;
   if (rc == MPI_SUCCESS) return all_done(w, count, statuses);
@@ -244,6 +325,7 @@ int waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 int testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
   if (!requests_tracked()) return PMPI_Testall(count, requests, flag, statuses);
   Watch w(count, requests);
+  w.settle();
   const int rc = PMPI_Testall(count, requests, flag, statuses);
   if (!w.any() || !*flag) return rc;
   if (rc == MPI_SUCCESS) return all_done(w, count, statuses);
@@ -256,7 +338,22 @@ int testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 int waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
   if (!requests_tracked()) return PMPI_Waitany(count, requests, index, status);
   Watch w(count, requests);
-  const int rc = PMPI_Waitany(count, requests, index, status);
+  int rc;
+  w.settle();
+  if (w.engines_pending()) {
+    // Whichever request completes first: poll (the MPI's wait would never see an engine
+    // op complete).
+    int flag = 0;
+    WaitPolicy p;
+    for (;;) {
+      w.settle();
+      rc = PMPI_Testany(count, requests, index, &flag, status);
+      if (rc != MPI_SUCCESS || flag) break;
+      p.pause();
+    }
+  } else {
+    rc = PMPI_Waitany(count, requests, index, status);
+  }
   if (!w.any() || rc != MPI_SUCCESS || *index == MPI_UNDEFINED) return rc;
   return w.completed(*index);
 }
@@ -264,6 +361,7 @@ int waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
 int testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
   if (!requests_tracked()) return PMPI_Testany(count, requests, index, flag, status);
   Watch w(count, requests);
+  w.settle();
   const int rc = PMPI_Testany(count, requests, index, flag, status);
   if (!w.any() || rc != MPI_SUCCESS || !*flag || *index == MPI_UNDEFINED) return rc;
   return w.completed(*index);
@@ -297,7 +395,19 @@ int some_done(Watch &w, int rc, int outcount, const int indices[], MPI_Status st
 int waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
   if (!requests_tracked()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
   Watch w(incount, requests);
-  const int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  int rc;
+  w.settle();
+  if (w.engines_pending()) {
+    WaitPolicy p;
+    for (;;) {
+      w.settle();
+      rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+      if ((rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) || *outcount != 0) break;
+      p.pause();
+    }
+  } else {
+    rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  }
   if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
   return some_done(w, rc, *outcount, indices, statuses);
 }
@@ -305,6 +415,7 @@ int waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], 
 int testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
   if (!requests_tracked()) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
   Watch w(incount, requests);
+  w.settle();
   const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
   if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
   return some_done(w, rc, *outcount, indices, statuses);
@@ -313,6 +424,7 @@ int testsome(int incount, MPI_Request requests[], int *outcount, int indices[], 
 int request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
   if (!requests_tracked()) return PMPI_Request_get_status(request, flag, status);
   Watch w(1, &request);
+  w.settle();
   const int rc = PMPI_Request_get_status(request, flag, status);
   if (!w.any() || rc != MPI_SUCCESS || !*flag) return rc;
   return w.status_complete(0);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/stats.h"
+#include "coll/engine_op.h"
 #include "coll/staged.h"
 
 namespace gcoll {
@@ -37,6 +38,11 @@ struct RequestOp {
   bool active = false;             // started and not yet seen complete
   bool finished = false;           // the copies back of this activation are done (MPI_Request_get_status)
   std::unique_ptr<Stager> stager;  // device buffers: the host copies; nullptr on host buffers
+  // A nonblocking call the engine runs on the communicator's progress thread: the request
+  // is a generalized request of gcoll's, completed (MPI_Grequest_complete, on the
+  // application's thread, inside a completion call) once the thread has run the op.
+  std::shared_ptr<EngineOp> engine;
+  bool greq_done = false;          // MPI_Grequest_complete was called
   std::mutex mu;                   // the copies back (completion calls of several threads)
 };
 
@@ -71,6 +77,15 @@ class Watch {
   Watch(const Watch &) = delete;
   Watch &operator=(const Watch &) = delete;
   bool any() const { return !ops_.empty(); }
+  // Engine ops (RequestOp::engine): before any MPI call on the requests, complete the
+  // generalized requests of the ops the progress thread has run (settle); engines_pending:
+  // some op of the array has not run yet; wait_engines: wait until every one has (the
+  // MPI progressing meanwhile), then settle. A blocking completion call of one or all
+  // requests waits for them first (the MPI's own call would never see them complete);
+  // Waitany / Waitsome poll instead (another request may complete first).
+  void settle();
+  bool engines_pending() const;
+  void wait_engines();
   // Request i (an index of the array given) is complete: its copies back; a nonblocking
   // one's op goes. MPI_SUCCESS, or the error the communicator's handler was given.
   int completed(int i);
