@@ -5,6 +5,8 @@
 #     own communicator: engine.threads.vnodes2.np4 (host buffers through the engine, 2
 #     virtual nodes: UCX between them), engine.threads.passthrough.np4, and
 #     gpu.threads.rpn{0,2}.np4 (device buffers on the emulated GPU on odd threads);
+#   - mpi.nonblocking.threads_engine.np3: the same thread test's nonblocking calls through
+#     the engine's progress threads (coll/async_queue.h);
 #   - with GCOLL_TSAN_UCX=1, gcoll's UCX transport alone used from two threads
 #     (ucx_mt_np2_default, ucx_mt_np4_tcp: about 10 s more; the engine test above already
 #     drives it from 4 threads);
@@ -65,8 +67,10 @@ fi
 # What the tests below need (the GPU and UCX targets where this tree defines them).
 have_target() { grep -Eq "^(\.\.\. )?$1(:.*)?\$" <<<"$targets_all"; }
 targets_all=$(cmake --build "$tsan_build" --target help)
-targets=(gcoll gcoll_engine_threads gcoll_unit_tests gcoll_emulate_tests gcoll_device_channel_tests)
-mpi_tests='engine\.threads\..*'
+targets=(gcoll gcoll_engine_threads gcoll_unit_tests gcoll_emulate_tests gcoll_device_channel_tests gcoll_nb_threads)
+# (mpi.nonblocking.threads_engine.np3: the engine's progress threads, one per communicator,
+# beside 4 application threads per rank; issue 29)
+mpi_tests='engine\.threads\..*|mpi\.nonblocking\.threads_engine\.np3'
 if have_target gcoll_gpu_threads; then
   targets+=(gcoll_gpu_threads gcoll_gpu_probe)
   mpi_tests+='|gpu\.threads\..*'

@@ -1818,17 +1818,29 @@ bool warm(const std::vector<Case> &cases, bool dev) {
   return ok;
 }
 
+// One case ready to be checked: its inputs, its warm-up (warm()), the PMPI reference and
+// its buffers uploaded.
+struct Checked {
+  Case x;
+  std::vector<unsigned char> ref;
+  std::unique_ptr<Bufs> b;
+  Checked(const Case &c, bool dev, bool *ok) : x(c) {
+    x.inputs(seed());
+    *ok = warm(std::vector<Case>{x}, dev) && *ok;
+    ref = reference(x, ok);
+    b.reset(new Bufs(x, dev));
+    b->upload(x);
+  }
+};
+
 TEST(NoDeadlock, P2PAfterIallreduceStart) {
   const bool dev = device_everywhere();
   ScopedComm dup(CommKind::Dup);
-  Case x = make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1000, false, false, false});
-  x.inputs(seed());
   bool ok = true;
-  std::vector<Case> w{x};
-  ok = warm(w, dev) && ok;
-  const std::vector<unsigned char> ref = reference(x, &ok);
-  Bufs b(x, dev);
-  b.upload(x);
+  Checked c(make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1000, false, false, false}), dev, &ok);
+  const Case &x = c.x;
+  Bufs &b = *c.b;
+  const std::vector<unsigned char> &ref = c.ref;
   MPI_Request req = MPI_REQUEST_NULL;
   const int me = world_rank();
   int token = 12345 + me;
@@ -1904,14 +1916,11 @@ TEST(NoDeadlock, ManyOutstandingReverseWaitall) {
 TEST(NoDeadlock, WaitanyReceiveBeforeCollective) {
   const bool dev = device_everywhere();
   ScopedComm dup(CommKind::Dup);
-  Case x = make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1000, false, false, false});
-  x.inputs(seed());
   bool ok = true;
-  std::vector<Case> w{x};
-  ok = warm(w, dev) && ok;
-  const std::vector<unsigned char> ref = reference(x, &ok);
-  Bufs b(x, dev);
-  b.upload(x);
+  Checked c(make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1000, false, false, false}), dev, &ok);
+  const Case &x = c.x;
+  Bufs &b = *c.b;
+  const std::vector<unsigned char> &ref = c.ref;
   const int me = world_rank();
   MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int got = -1, token = 777;
@@ -1982,14 +1991,11 @@ TEST(Engine, TookNonblockingCalls) {
   if (env_int("GCOLLTEST_NB_EXPECT_ENGINE") != 1) GTEST_SKIP() << "GCOLLTEST_NB_EXPECT_ENGINE not set";
   const bool dev = device_everywhere();
   ScopedComm dup(CommKind::Dup);
-  Case x = make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1 << 20, false, false, false});
-  x.inputs(seed());
   bool ok = true;
-  std::vector<Case> w{x};
-  ok = warm(w, dev) && ok;
-  const std::vector<unsigned char> ref = reference(x, &ok);
-  Bufs b(x, dev);
-  b.upload(x);
+  Checked c(make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1 << 20, false, false, false}), dev, &ok);
+  const Case &x = c.x;
+  Bufs &b = *c.b;
+  const std::vector<unsigned char> &ref = c.ref;
   MPI_Request req = MPI_REQUEST_NULL;
   ok = rc_ok(x.call(Form::Nonblocking, b.sp(), b.rp(), &req), "MPI_Iallreduce", x.ctx) && ok;
   ok = rc_ok(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx) && ok;
