@@ -298,6 +298,29 @@ static void shared_mappings(const char *phase) {
   print_names(phase, "mapped", names, n, 1);
 }
 
+/* GPU driver libraries mapped (the CUDA driver libcuda, NVML and the driver's other
+ * libnvidia-* helpers): a program that never uses CUDA must not have them (found on an
+ * H200: gcoll loaded the driver to classify buffers). One line per name, digits blanked. */
+static void gpu_libraries(const char *phase) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return;
+  char line[4096], *names[256];
+  int n = 0;
+  while (fgets(line, sizeof line, f) && n < 256) {
+    char *slash = strrchr(line, '/');
+    if (!slash) continue;
+    char *base = slash + 1;
+    base[strcspn(base, "\n")] = '\0';
+    if (strncmp(base, "libcuda.so", 10) != 0 && strncmp(base, "libnvidia-", 10) != 0) continue;
+    blank_digits(base);
+    int seen = 0;
+    for (int i = 0; i < n && !seen; ++i) seen = !strcmp(names[i], base);
+    if (!seen) names[n++] = strdup(base);
+  }
+  fclose(f);
+  print_names(phase, "gpu library", names, n, 0);
+}
+
 /* ---- the application's collectives -------------------------------------------------- */
 
 typedef int (*emu_malloc_t)(void **, size_t, int);
@@ -486,6 +509,7 @@ int main(int argc, char **argv) {
   setlocale(LC_ALL, "C.UTF-8");
   setvbuf(stdout, g_stdout_buf, _IOFBF, sizeof g_stdout_buf);
   process("init");
+  gpu_libraries("init");
 
   /* strtok's position across collective calls. */
   char line[] = "allreduce bcast reduce allgather alltoall reduce_scatter_block reduce_scatter allgatherv gather scatter";
@@ -499,6 +523,7 @@ int main(int argc, char **argv) {
   fprintf(g_out, "run errno changed by %d collectives\n", g_errno_changed);
   fprintf(g_out, "run results %s\n", g_bad_results ? "WRONG" : "ok");
   process("run");
+  gpu_libraries("run");
 
   /* fork and system() with the library set up: the child runs its exit path (atexit
    * handlers, library destructors); system() forks and execs a shell. */
@@ -518,6 +543,7 @@ int main(int argc, char **argv) {
   threads("final");
   descriptors("final");
   shared_mappings("final");
+  gpu_libraries("final");
   fclose(g_out);
   if (g_rank == 0) printf("invisible: %d ranks, %s\n", g_size, every ? "ok" : "WRONG");
   return every ? 0 : 1;

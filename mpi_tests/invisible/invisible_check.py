@@ -4,8 +4,9 @@
 same mode (the environment given with --env goes to both runs: GCOLL_* variables are inert
 without the library); every rank's fingerprint (signal handlers, the alternate signal
 stack, strtok's position across collectives, FP modes, umask, locale, errno, stdout
-buffering, the environment, fork and system(), and after MPI_Finalize the threads and file
-descriptors) must be the same line for line, the job's stdout the same, its stderr
+buffering, the environment, fork and system(), the GPU driver's libraries mapped (libcuda,
+libnvidia-*), and after MPI_Finalize the threads and file descriptors) must be the same line
+for line, the job's stdout the same, its stderr
 without a line the run without the library did not print, and /dev/shm and /tmp without
 an entry the run without the library did not leave.
 

@@ -14,6 +14,7 @@
 #include "coll/device_topo.h"
 #include "coll/engine.h"
 #include "coll/tune.h"
+#include "cuda/device.h"
 #include "pmpi/comm_state.h"
 #include "net/transport.h"
 #include "pmpi/mpi_flavor.h"
@@ -123,6 +124,9 @@ GCOLL_EXPORT int gcoll_print_settings_markdown(FILE *out) {
 GCOLL_EXPORT int gcoll_print_topology(FILE *out, int ranks_per_gpu) {
   try {
     using namespace gcoll;
+    // Asked for the machine's GPUs: CUDA's view of them, even though this process (gcoll_info,
+    // or an application that asks) has not loaded the driver itself (cuda/driver_gate.h).
+    if (config().cuda && !config().cuda_emulate) cuda::driver().load();
     const topo::NodeTopo &t = topo::node_topology();
     topo::PrintOptions o;
     o.level = config().p2p_level;

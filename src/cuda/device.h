@@ -3,7 +3,9 @@
 //   - Driver: the few driver calls gcoll needs (pointer attributes, IPC), reached through
 //     cudaGetDriverEntryPointByVersion, so libgcoll.so never links libcuda and loads on a
 //     machine with no driver or no GPU (every CI machine). There, usable() is false and
-//     every buffer is host memory; nothing is printed and no context is created.
+//     every buffer is host memory; nothing is printed and no context is created. The
+//     driver is loaded only once the application's process has loaded libcuda.so.1
+//     itself (driver_gate.h): before, every buffer is host memory without asking.
 //   - Classifier: what kind of memory a buffer is, and its allocation (base, size, ID),
 //     through a per-thread memory-kind cache (KindCache) where the driver can say when an
 //     answer stops holding (Driver::kind_epoch).
@@ -48,8 +50,19 @@ struct IpcHandle {
 class Driver {
  public:
   virtual ~Driver() = default;
-  // Driver loaded and at least one device. Decided once; creates no context.
+  // This process may hold device memory: the driver is loaded and has at least one device,
+  // or (the real driver) a GPU is visible and the application has not loaded libcuda.so.1
+  // yet (driver_gate.h: Dormant; every buffer is host memory until it does). Decided once;
+  // creates no context.
   virtual bool usable() = 0;
+  // Device memory may exist now: the driver is loaded and usable. The real driver, while
+  // Dormant, looks (cheaply) whether the application has loaded libcuda.so.1 since, and then
+  // loads and asks the driver. What asks CUDA about devices (the runtime's device_count,
+  // current_device, device_info; topology detection) asks this first.
+  virtual bool active() { return usable(); }
+  // Tools only (gcoll_info --topology): load the driver now even where the application has
+  // not loaded it. Not under GCOLL_CUDA=off.
+  virtual bool load() { return usable(); }
   // Host, pinned host, managed and unknown pointers: device = false (the CPU may read
   // them, so the MPI may too). Errors only when the driver fails unexpectedly.
   virtual Status query(const void *p, PtrInfo *out) = 0;
@@ -130,8 +143,9 @@ class KindCache {
   std::uint64_t generation_ = 0;
 };
 
-// The process's driver: the real one (cudaGetDriverEntryPointByVersion), or one that is
-// never usable when gcoll is built without CUDA, or GCOLL_CUDA=off.
+// The process's driver: the real one (cudaGetDriverEntryPointByVersion; loaded only once
+// the application has loaded libcuda.so.1, driver_gate.h), or one that is never usable
+// when gcoll is built without CUDA, or GCOLL_CUDA=off.
 Driver &driver();
 // Tests only: replaces the process's driver (nullptr restores the real one).
 void set_driver_for_testing(Driver *d);

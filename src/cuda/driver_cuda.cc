@@ -1,6 +1,9 @@
 // The real Driver: the CUDA driver reached through the static runtime's entry-point
 // lookup. libcuda is never linked (the runtime dlopens it), so on a machine without a
-// driver every lookup fails, usable() is false, and nothing is printed.
+// driver every lookup fails, usable() is false, and nothing is printed. And it is looked
+// up only once the application's process has loaded libcuda.so.1 itself (driver_gate.h):
+// a process that never uses CUDA keeps no trace of the driver (its threads, descriptors on
+// /dev/nvidia*, eventfds, pipes, sockets).
 #include <cuda.h>  // types and enums only: every driver function comes through an entry point
 #include <cuda_runtime_api.h>
 #include <atomic>
@@ -12,6 +15,7 @@
 #include "base/foreign.h"
 #include "base/log.h"
 #include "cuda/device.h"
+#include "cuda/driver_gate.h"
 #include "cuda/vm_hooks.h"
 
 namespace gcoll {
@@ -72,19 +76,33 @@ bool lookup(const char *symbol, Fn *fn) {
 
 class RealDriver final : public Driver {
  public:
+  RealDriver()
+      : gate_(DriverGate::Steps{[] { return config().cuda; },
+                                [] { return config().cuda_assume_gpu || nvidia_gpu_visible(); },
+                                [this] { return libcuda_.loaded(); }, [this] { install_hooks(); },
+                                [this] { return probe(); }}) {}
+
   // Decided once, on first use; after that one acquire load (classify calls it per buffer).
-  bool usable() override {
-    int s = state_.load(std::memory_order_acquire);
-    if (s < 0) {
-      std::call_once(once_, [this] { state_.store(probe() ? 1 : 0, std::memory_order_release); });
-      s = state_.load(std::memory_order_acquire);
-    }
-    return s == 1;
-  }
+  bool usable() override { return gate_.usable(); }
+  bool active() override { return gate_.active(); }
+  bool load() override { return gate_.load(); }
 
   Status query(const void *p, PtrInfo *out) override {
     *out = PtrInfo{};
-    if (!usable()) return Status::NotSupported;
+    if (__builtin_expect(gate_.state() != DriverGate::State::Active, 0) && !gate_.active()) {
+      // No driver in the process: no device, pinned or managed memory can exist, so this
+      // is host memory for sure. Dormant (the application has not loaded libcuda.so.1
+      // yet), it stays so until its range is unmapped (the hooks' epoch moves then, as for
+      // memory the driver answers type 0 for, below). Absent (off, no GPU, or the probe
+      // that the application's libcuda.so.1 woke found no usable driver, perhaps between
+      // two buffers of one call): host, and nothing to keep.
+      if (hooks_ && gate_.state() == DriverGate::State::Dormant) {
+        out->cacheable = true;
+        out->lo = reinterpret_cast<std::uintptr_t>(p);
+        out->hi = out->lo + 1;
+      }
+      return Status::Ok;
+    }
     // The booleans are documented as "a boolean" without a width: zero-filled 8 bytes
     // read as "nonzero" are right whether the driver writes 1, 4 or 8 of them.
     CUmemorytype type = static_cast<CUmemorytype>(0);
@@ -121,7 +139,7 @@ class RealDriver final : public Driver {
   }
 
   Status ipc_export(std::uintptr_t base, IpcHandle *out) override {
-    if (!usable()) return Status::NotSupported;
+    if (!active()) return Status::NotSupported;  // Dormant: no device memory to share
     CUipcMemHandle h;
     const CUresult r = ipc_get_(&h, static_cast<CUdeviceptr>(base));
     if (r != CUDA_SUCCESS) {
@@ -137,7 +155,7 @@ class RealDriver final : public Driver {
   // first (without one the driver answers CUDA_ERROR_INVALID_CONTEXT).
   Status ipc_open(const IpcHandle &h, void **out) override {
     *out = nullptr;
-    if (!usable()) return Status::NotSupported;
+    if (!active()) return Status::NotSupported;
     CUipcMemHandle ch;
     std::memcpy(&ch, h.bytes, sizeof ch);
     CUdeviceptr p = 0;
@@ -156,7 +174,7 @@ class RealDriver final : public Driver {
   }
 
   Status ipc_close(void *p) override {
-    if (!usable()) return Status::NotSupported;
+    if (!active()) return Status::NotSupported;  // nothing was opened
     const CUresult r = ipc_close_(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)));
     if (r != CUDA_SUCCESS) {
       // Late in MPI_Finalize the context may already be gone; the mapping went with it.
@@ -167,12 +185,26 @@ class RealDriver final : public Driver {
   }
 
  private:
-  // Creates no context: entry-point lookups, cuInit and cuDeviceGetCount only.
-  bool probe() {
-    if (!config().cuda) {
-      GCOLL_INFO("CUDA: off (GCOLL_CUDA=off): every buffer is host memory");
-      return false;
+  // The memory hooks (vm_hooks.h) that let host answers be reused: installed where the
+  // process may hold device memory (Dormant, or after a probe that found the driver
+  // usable), once. Called by the gate under its lock, before it publishes that state.
+  void install_hooks() {
+    if (hooks_tried_ || !config().memory_cache) return;
+    hooks_tried_ = true;
+    ForeignScope scope;
+    std::string why;
+    if (install_vm_hooks(&why)) {
+      GCOLL_INFO("CUDA: UCX memory hooks installed: host buffers are classified once until the process unmaps memory");
+      hooks_ = true;
+      epoch_ = &vm_epoch();
+    } else {
+      GCOLL_INFO("CUDA: %s: every buffer is queried at every call", why.c_str());
     }
+  }
+
+  // Creates no context: entry-point lookups, cuInit and cuDeviceGetCount only. Called by
+  // the gate (once) where libcuda.so.1 is in the process, or for a tool that asks.
+  bool probe() {
     // Loading and initialising the driver leaves the process as it found it (base/foreign.h;
     // the driver's own threads excepted: they are the driver's, and end with the process).
     ForeignScope scope;
@@ -195,20 +227,17 @@ class RealDriver final : public Driver {
       return false;
     }
     GCOLL_INFO("CUDA: driver loaded, %d devices", n);
-    std::string why;
-    if (config().memory_cache && install_vm_hooks(&why)) {
-      GCOLL_INFO("CUDA: UCX memory hooks installed: host buffers are classified once until the process unmaps memory");
-      hooks_ = true;
-      epoch_ = &vm_epoch();
-    } else if (config().memory_cache) {
-      GCOLL_INFO("CUDA: %s: every buffer is queried at every call", why.c_str());
-    }
+    install_hooks();
     return true;
   }
 
-  std::atomic<int> state_{-1};  // -1: not probed yet, 0: not usable, 1: usable
-  std::once_flag once_;
-  // Set by probe() before state_ is published; read only when usable.
+  // libcuda.so.1 in the process (the application's doing, or a tool's load()): what wakes
+  // the gate. The file name: libcuda.so.1, or libcuda.so / libcuda.so.<version> where the
+  // application loaded those.
+  LibraryWatch libcuda_{"libcuda.so"};
+  DriverGate gate_;
+  // Set before the gate publishes Dormant or Active, never after; read only then.
+  bool hooks_tried_ = false;
   bool hooks_ = false;  // UCX reports maps and unmaps: memory type 0 answers are cacheable
   CuPointerGetAttributes get_attributes_ = nullptr;
   CuIpcGetMemHandle ipc_get_ = nullptr;

@@ -1,12 +1,19 @@
 // The Runtime on a real GPU: the static CUDA runtime and the reduction kernels of
 // src/kernels/cuda_reduce*.cu. Every failure is kept as this thread's last error text
 // (the runtime's sticky error is cleared, so the application never finds ours).
+// What only asks about devices (current_device, device_count, can_access_peer,
+// device_info: asked on host paths too, e.g. for the rail NIC nearest this rank's GPU)
+// answers "none" until the driver is active (device.h: Driver::active, driver_gate.h):
+// the runtime's first call would load libcuda.so.1 into a process that never loaded it.
+// The rest (streams, memory, copies) runs only for device buffers, or for a program that
+// uses this runtime as its CUDA (fused_test.cc): the runtime loads the driver then.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "cuda/device.h"
 #include "cuda/runtime.h"
 #include "kernels/cuda_reduce.cuh"
 #include "topo/node_topo.h"
@@ -36,6 +43,7 @@ class CudaRuntime final : public Runtime {
   const char *name() const override { return "CUDA"; }
 
   int current_device() override {
+    if (!driver().active()) return -1;
     int d = -1;
     if (cudaGetDevice(&d) != cudaSuccess) {
       cudaGetLastError();
@@ -45,6 +53,7 @@ class CudaRuntime final : public Runtime {
   }
   Status set_device(int dev) override { return check(cudaSetDevice(dev), "cudaSetDevice"); }
   int device_count() override {
+    if (!driver().active()) return 0;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
       cudaGetLastError();
@@ -132,6 +141,10 @@ class CudaRuntime final : public Runtime {
 
   Status device_info(int dev, DeviceInfo *out) override {
     *out = DeviceInfo{};
+    if (!driver().active()) {
+      std::snprintf(t_error, sizeof t_error, "the CUDA driver is not loaded in this process");
+      return Status::NotSupported;
+    }
     cudaDeviceProp prop{};
     Status r = check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
     if (!ok(r)) return r;

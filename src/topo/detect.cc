@@ -218,6 +218,14 @@ bool load_hwloc(const std::string *xml, NodeTopo *out, std::string *error) {
     return false;
   }
   bool ok = false;
+  // hwloc's GPU components (its plugins, where installed: CUDA, NVML, OpenCL, ROCm SMI,
+  // Level Zero, and GL, which connects to X servers) would load GPU libraries and open
+  // /dev/nvidia* on their own: gcoll needs only the PCI tree and the NICs from hwloc
+  // (CUDA and NVML it asks itself, where the driver is active).
+#if HWLOC_API_VERSION >= 0x00020100
+  for (const char *c : {"cuda", "nvml", "opencl", "rsmi", "levelzero", "gl"})
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
+#endif
   // I/O discovery is off by default; it must be on before loading. The whole machine, not
   // just the CPUs this process may use: every rank of the node must see the same one.
   if (hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0) {
@@ -459,7 +467,12 @@ NodeTopo build_node_topology(const Config &c, std::string *source) {
   std::vector<std::string> have, lack;
   std::string error;
   bool cuda_ok = false;
-  if (c.cuda && cuda::driver().usable()) cuda_ok = add_cuda_gpus(&det);
+  // CUDA and NVML only where the driver is active: loaded by the application (or by a
+  // tool that asked, gcoll_info --topology); never loaded for the topology's sake
+  // (cuda/driver_gate.h). Device calls, which are what needs the GPUs' facts, come only
+  // after the application has loaded it.
+  const bool cuda_active = c.cuda && cuda::driver().active();
+  if (cuda_active) cuda_ok = add_cuda_gpus(&det);
   // hwloc first into its own model, then CUDA's GPUs over it (they need hwloc's tree).
   NodeTopo hw;
   const bool hwloc_ok = topo_from_hwloc(&hw, &error);
@@ -478,7 +491,7 @@ NodeTopo build_node_topology(const Config &c, std::string *source) {
     det = std::move(hw);
   }
   bool nvml_ok = false;
-  if (!det.gpus.empty() && !(c.cuda && c.cuda_emulate)) {
+  if (!det.gpus.empty() && !c.cuda_emulate && cuda_active) {
     if (const NvmlApi *api = real_nvml()) nvml_ok = fill_from_nvml(*api, &det);
   }
   (cuda_ok ? have : lack).push_back("CUDA");

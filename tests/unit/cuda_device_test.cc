@@ -1,7 +1,10 @@
 // The CUDA driver layer: classification and the IPC caches against a fake driver, and the
 // real driver on this machine (no GPU on CI: it must say so silently).
 #include <dirent.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 #include <cctype>
 #include <cstdlib>
@@ -13,6 +16,7 @@
 
 #include "base/stats.h"
 #include "cuda/device.h"
+#include "cuda/driver_gate.h"
 
 namespace gcoll {
 namespace cuda {
@@ -686,6 +690,174 @@ TEST_F(CudaDevice, RealDriverNotUsableWithoutGpu) {
   EXPECT_FALSE(u);
   EXPECT_EQ(out, "");
   EXPECT_EQ(err, "");
+}
+
+// ---- when the real driver is loaded (driver_gate.h) ------------------------------------
+
+TEST(LibraryWatch, NameRule) {
+  EXPECT_TRUE(library_name_matches("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "libcuda.so"));
+  EXPECT_TRUE(library_name_matches("libcuda.so", "libcuda.so"));
+  EXPECT_TRUE(library_name_matches("/x/libcuda.so.580.95.05", "libcuda.so"));
+  EXPECT_FALSE(library_name_matches("/x/libcudart.so.13", "libcuda.so"));
+  EXPECT_FALSE(library_name_matches("/x/libcuda.sox", "libcuda.so"));
+  EXPECT_FALSE(library_name_matches("/libcuda.so.1/libfoo.so", "libcuda.so"));
+  EXPECT_FALSE(library_name_matches("", "libcuda.so"));
+  EXPECT_FALSE(library_name_matches(nullptr, "libcuda.so"));
+}
+
+// Found where loaded; an absent one is listed once and then only after the loader loaded
+// something; a library the process loads later is found at the next look.
+TEST(LibraryWatch, FindsLoadedLibrariesAndListsOnlyAfterLoads) {
+  LibraryWatch libc("libc.so");
+  EXPECT_TRUE(libc.loaded());
+  EXPECT_TRUE(libc.loaded());
+  EXPECT_EQ(libc.scans(), 1u);  // found for good
+
+  LibraryWatch none("libgcoll_no_such_library.so");
+  EXPECT_FALSE(none.loaded());
+  EXPECT_EQ(none.scans(), 1u);
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(none.loaded());
+  EXPECT_EQ(none.scans(), 1u);  // nothing loaded meanwhile: no listing
+
+  // glibc's libanl: present wherever glibc is, loaded by nobody here.
+  LibraryWatch anl("libanl.so");
+  if (anl.loaded()) GTEST_SKIP() << "libanl is loaded in this process already";
+  void *h = dlopen("libanl.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) GTEST_SKIP() << "no libanl.so.1 here";
+  EXPECT_TRUE(anl.loaded());
+  EXPECT_FALSE(none.loaded());  // the loader's counters moved: listed again
+  EXPECT_EQ(none.scans(), 2u);
+  dlclose(h);
+}
+
+// The gate's steps, counted.
+struct FakeSteps {
+  bool enabled = true, visible = false;
+  std::atomic<bool> loaded{false};
+  bool probe_result = true;
+  std::atomic<int> probes{0}, dormants{0}, looks{0};
+  DriverGate::Steps steps() {
+    return DriverGate::Steps{[this] { return enabled; }, [this] { return visible; },
+                             [this] {
+                               ++looks;
+                               return loaded.load();
+                             },
+                             [this] { ++dormants; },
+                             [this] {
+                               ++probes;
+                               return probe_result;
+                             }};
+  }
+};
+
+using State = DriverGate::State;
+
+TEST(DriverGate, OffNeverLooksNorProbes) {
+  FakeSteps f;
+  f.enabled = false;
+  f.visible = true;
+  f.loaded = true;
+  DriverGate g(f.steps());
+  EXPECT_FALSE(g.usable());
+  EXPECT_FALSE(g.active());
+  EXPECT_FALSE(g.load());
+  EXPECT_EQ(g.state(), State::Absent);
+  EXPECT_EQ(f.probes, 0);
+  EXPECT_EQ(f.looks, 0);
+}
+
+// No GPU visible and no libcuda at the first question: host memory only, for good (the
+// host fast path); only a tool's load() probes.
+TEST(DriverGate, NoGpuVisibleIsAbsentForGood) {
+  FakeSteps f;
+  DriverGate g(f.steps());
+  EXPECT_FALSE(g.usable());
+  EXPECT_EQ(g.state(), State::Absent);
+  f.loaded = true;
+  EXPECT_FALSE(g.usable());
+  EXPECT_FALSE(g.active());
+  EXPECT_EQ(f.probes, 0);
+  EXPECT_TRUE(g.load());
+  EXPECT_EQ(f.probes, 1);
+  EXPECT_EQ(g.state(), State::Active);
+}
+
+// A GPU visible, libcuda not loaded: usable (communicators classify), never probed, until
+// the application loads libcuda; then one probe, at the next look.
+TEST(DriverGate, DormantUntilTheApplicationLoadsTheDriver) {
+  FakeSteps f;
+  f.visible = true;
+  DriverGate g(f.steps());
+  EXPECT_TRUE(g.usable());
+  EXPECT_EQ(g.state(), State::Dormant);
+  EXPECT_EQ(f.dormants, 1);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(g.active());
+  EXPECT_TRUE(g.usable());
+  EXPECT_EQ(f.probes, 0);
+  f.loaded = true;
+  EXPECT_TRUE(g.active());
+  EXPECT_EQ(g.state(), State::Active);
+  EXPECT_TRUE(g.active());
+  EXPECT_TRUE(g.usable());
+  EXPECT_EQ(f.probes, 1);
+  EXPECT_EQ(f.dormants, 1);
+}
+
+// The application's libcuda is no usable driver (the toolkit's stub, no device): not
+// usable from then on, and never probed again.
+TEST(DriverGate, AFailedProbeIsFinal) {
+  FakeSteps f;
+  f.visible = true;
+  f.probe_result = false;
+  DriverGate g(f.steps());
+  EXPECT_TRUE(g.usable());
+  f.loaded = true;
+  EXPECT_FALSE(g.active());
+  EXPECT_FALSE(g.usable());
+  EXPECT_FALSE(g.active());
+  EXPECT_FALSE(g.load());
+  EXPECT_EQ(g.state(), State::Absent);
+  EXPECT_EQ(f.probes, 1);
+}
+
+// Loaded before the first question: probed then (as before the gate existed).
+TEST(DriverGate, LoadedAtTheFirstQuestionProbesAtOnce) {
+  FakeSteps f;
+  f.loaded = true;
+  DriverGate g(f.steps());
+  EXPECT_TRUE(g.usable());
+  EXPECT_EQ(g.state(), State::Active);
+  EXPECT_EQ(f.probes, 1);
+  EXPECT_EQ(f.dormants, 0);
+}
+
+TEST(DriverGate, ManyThreadsWakeItOnce) {
+  FakeSteps f;
+  f.visible = true;
+  DriverGate g(f.steps());
+  ASSERT_TRUE(g.usable());
+  f.loaded = true;
+  std::vector<std::thread> ts;
+  std::atomic<int> active{0};
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) active += g.active() ? 1 : 0;
+    });
+  for (std::thread &t : ts) t.join();
+  EXPECT_EQ(active, 800);
+  EXPECT_EQ(f.probes, 1);
+}
+
+// This process (a unit test) has not loaded libcuda: the real driver never maps it,
+// whether or not it counts as usable here (a GPU visible: Dormant).
+TEST_F(CudaDevice, RealDriverLeavesLibcudaUnloaded) {
+  set_driver_for_testing(nullptr);
+  if (LibraryWatch("libcuda.so").loaded()) GTEST_SKIP() << "libcuda is loaded in this process already";
+  int local = 0;
+  usable();
+  (void)classify(&local);
+  (void)driver().active();
+  EXPECT_FALSE(LibraryWatch("libcuda.so").loaded());
 }
 
 }  // namespace
