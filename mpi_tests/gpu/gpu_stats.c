@@ -5,9 +5,11 @@
  * emulated GPU of the preloaded libgcoll.so.
  *
  * Each rank makes a fixed number of MPI_Allreduce, MPI_Bcast and MPI_Allgather calls
- * of three kinds, on MPI_COMM_WORLD (and of the collectives without an engine algorithm,
- * MPI_Reduce, MPI_Gather, MPI_Scatter, MPI_Alltoall, MPI_Reduce_scatter, MPI_Allgatherv,
- * MPI_Gatherv, MPI_Scatterv: 2 device calls each, always staged, and 1 host call):
+ * of three kinds, on MPI_COMM_WORLD (and of MPI_Reduce, MPI_Gather, MPI_Scatter,
+ * MPI_Alltoall, MPI_Reduce_scatter, MPI_Allgatherv, MPI_Gatherv, MPI_Scatterv: 2 device
+ * calls each and 1 host call, and of MPI_Reduce, MPI_Reduce_scatter, MPI_Alltoall and
+ * MPI_Allgatherv, which have engine algorithms, one more large device call each; the
+ * gathers and scatters have none: always staged):
  *   device predefined  cudaMalloc buffers, a predefined type (allreduce: MPI_FLOAT
  *                      with MPI_SUM) - gcoll's engine on one node, staged otherwise;
  *   device derived     cudaMalloc buffers, contiguous(2 x MPI_FLOAT), and for allreduce
@@ -230,9 +232,10 @@ int main(int argc, char **argv) {
         check(h2[r * nf + i] == val(r, i), "allgather", r * nf + i, h2[r * nf + i], val(r, i));
   }
 
-  /* ---- the collectives without an engine algorithm: 2 device calls each (staged), 1 host
-   * call (passthrough); n floats per block, the root moving. (Bytes as the stats count
-   * them: the root of a gather or scatter the whole, the others their block.) ---- */
+  /* ---- the other collectives: 2 device calls each (the gathers and scatters, which have
+   * no engine algorithm: staged), 1 host call (passthrough); n floats per block, the root
+   * moving. (Bytes as the stats count them: the root of a gather or scatter the whole, the
+   * others their block.) ---- */
   for (int k = 0; k < 3; k++) {
     const int kind = k < 2 ? DEV : HOST;
     const int n = k == 1 ? 4099 : 3 + k;
@@ -294,6 +297,57 @@ int main(int argc, char **argv) {
     }
 #undef PUT
 #undef GET
+    free(counts);
+    free(displs);
+  }
+
+  /* ---- one large device call each of reduce, reduce_scatter, alltoall and allgatherv:
+   * above the sizes that are staged on GPUs shared without MPS (coll/tune.cc,
+   * kTimeSlicedTune: reduce below 4 MiB, the others below 1 MiB, in the bytes the engine
+   * selects by: reduce and reduce_scatter the whole input, alltoall one block, allgatherv
+   * the whole result), so that the engine gets calls of these too where the GPU is
+   * time-sliced (seen on an H200 without MPS: every smaller call staged, as designed). ---- */
+  {
+    const int nr = 1 << 21; /* reduce: 8 MiB */
+    const int nb = 1 << 18; /* reduce_scatter, alltoall, allgatherv: 1 MiB blocks */
+    const int root = size - 1;
+    int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size);
+    for (int q = 0; q < size; q++) {
+      counts[q] = nb;
+      displs[q] = q * nb;
+    }
+    for (long i = 0; i < nr; i++) h[i] = val(rank, i);
+    CK(gpu_memcpy(d, h, sizeof(float) * nr));
+    rc_check(MPI_Reduce(d, d2, nr, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD), "reduce large");
+    tally(RD, DEV, nr, MPI_FLOAT);
+    if (rank == root) {
+      CK(gpu_memcpy(h2, d2, sizeof(float) * nr));
+      for (long i = 0; i < nr; i++) check(h2[i] == sum_val(i), "reduce large", i, h2[i], sum_val(i));
+    }
+    for (long i = 0; i < (long)nb * size; i++) h[i] = val(rank, i);
+    CK(gpu_memcpy(d, h, sizeof(float) * nb * size));
+    rc_check(MPI_Reduce_scatter(d, d2, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "reduce_scatter large");
+    tally(RS, DEV, nb, MPI_FLOAT);
+    CK(gpu_memcpy(h2, d2, sizeof(float) * nb));
+    for (long i = 0; i < nb; i++)
+      check(h2[i] == sum_val((long)rank * nb + i), "reduce_scatter large", i, h2[i], sum_val((long)rank * nb + i));
+    /* alltoall: rank q's block j is val(q, j * nb + i) (h still holds this rank's) */
+    rc_check(MPI_Alltoall(d, nb, MPI_FLOAT, d2, nb, MPI_FLOAT, MPI_COMM_WORLD), "alltoall large");
+    tally(AA, DEV, nb, MPI_FLOAT);
+    CK(gpu_memcpy(h2, d2, sizeof(float) * nb * size));
+    for (int q = 0; q < size; q++)
+      for (long i = 0; i < nb; i++) {
+        const float want = val(q, (long)rank * nb + i);
+        check(h2[(long)q * nb + i] == want, "alltoall large", (long)q * nb + i, h2[(long)q * nb + i], want);
+      }
+    /* allgatherv: rank q's block is val(q, i) */
+    CK(gpu_memcpy(d, h, sizeof(float) * nb));
+    rc_check(MPI_Allgatherv(d, nb, MPI_FLOAT, d2, counts, displs, MPI_FLOAT, MPI_COMM_WORLD), "allgatherv large");
+    tally(AV, DEV, nb, MPI_FLOAT);
+    CK(gpu_memcpy(h2, d2, sizeof(float) * nb * size));
+    for (int q = 0; q < size; q++)
+      for (long i = 0; i < nb; i++)
+        check(h2[(long)q * nb + i] == val(q, i), "allgatherv large", (long)q * nb + i, h2[(long)q * nb + i], val(q, i));
     free(counts);
     free(displs);
   }

@@ -7,7 +7,8 @@ Usage:
       [--env VAR=VALUE]... [--timeout S] [--keep] -- PROGRAM [ARGS...]
 
 The program (gpu_stats.c) makes device-buffer, derived-datatype and host-buffer calls
-of MPI_Allreduce / MPI_Bcast / MPI_Allgather, checks its own results, and prints on
+of MPI_Allreduce / MPI_Bcast / MPI_Allgather (and device and host calls of the other
+collectives), checks its own results, and prints on
 rank 0 (totals over ranks):
   GCOLL_EXPECT np=<N>
   GCOLL_EXPECT <coll> calls_per_rank=<n> calls=<total> bytes=<total>
@@ -31,8 +32,10 @@ MPI_Finalize:
     take the engine: they go by type signature, coll/pack.h);
   * --device-path engine (default settings, one node or several virtual nodes):
     engine > 0 for every collective (device calls with predefined types use gcoll's
-    engine); --device-path staged (GCOLL_DEVICE_BUFFERS=staged): engine == 0 and
-    staged == device calls.
+    engine; the program makes one call of each above the sizes that are staged on a GPU
+    shared without MPS, coll/tune.cc kTimeSlicedTune, so this holds there too);
+    --device-path staged (GCOLL_DEVICE_BUFFERS=staged): engine == 0 and staged ==
+    device calls.
   * the collectives whose engine algorithms run on one node only (none at present): as above, with
     engine > 0 under --device-path engine --nodes one, else engine == 0 and staged ==
     device calls;

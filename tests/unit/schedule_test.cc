@@ -510,6 +510,51 @@ TEST(Tune, FusedAndTimeSlicedDeviceSelection) {
   EXPECT_STRNE(select_algorithm(user, a, one)->name, "staged");
 }
 
+// gpu.stats.engine.* expects engine calls of every collective with engine algorithms, also
+// on a GPU that ranks share without MPS (time-sliced: small device calls staged). Its
+// program (mpi_tests/gpu/gpu_stats.c) makes one large call of each for that: those sizes
+// must stay above the time-sliced staging (an H200 without MPS staged every smaller call,
+// 2026-11-26 for allreduce/bcast/allgather, 2026-11-27 for the four below), its small
+// ones below.
+TEST(Tune, GpuStatsLargeCallsTakeTheEngineWhenTimeSliced) {
+  Topology one;
+  one.num_nodes = 1;
+  one.local_size = 4;
+  const int n = 4;  // ranks (gpu.stats.engine.np4; np2 halves the v-forms' totals: still above)
+  const std::size_t nr = std::size_t{1} << 21, nb = std::size_t{1} << 18, small = 4099;  // floats
+  std::vector<int> counts(n);
+  int buf = 0;
+  for (bool large : {true, false}) {
+    for (Coll c : {Coll::Reduce, Coll::Reduce_scatter, Coll::Alltoall, Coll::Allgatherv}) {
+      CollArgs a;
+      a.mem = MemKind::Device;
+      a.zero_copy = true;
+      a.time_sliced = true;
+      a.coll = c;
+      a.sendbuf = &buf;  // not in place
+      a.recvbuf = &buf;
+      const std::size_t k = large ? (c == Coll::Reduce ? nr : nb) : small;
+      for (int &x : counts) x = static_cast<int>(k);
+      if (c == Coll::Reduce || c == Coll::Reduce_scatter) {
+        a.dtype = DType::Float;
+        a.op = ROp::Sum;
+        a.elem = 4;
+        a.count = c == Coll::Reduce ? k : k * n;  // reduce_scatter: every block's elements
+        a.counts = counts.data();
+      } else {
+        a.elem = 1;
+        a.count = c == Coll::Alltoall ? 4 * k : 4 * k * n;  // alltoall: one block's bytes; allgatherv: all
+      }
+      const Algorithm *x = select_algorithm({}, a, one);
+      ASSERT_NE(x, nullptr) << coll_name(c);
+      if (large)
+        EXPECT_STRNE(x->name, "staged") << coll_name(c) << " " << a.bytes() << " bytes";
+      else
+        EXPECT_STREQ(x->name, "staged") << coll_name(c) << " " << a.bytes() << " bytes";
+    }
+  }
+}
+
 TEST(Tune, UserRulesAndErrors) {
   std::vector<TuneRule> rules;
   std::string err;
