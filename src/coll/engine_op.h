@@ -3,7 +3,7 @@
 // run, pack.h; scratch of the agreed memory kind where this rank's buffers differ from it,
 // deviate.h), run, and left (results copied back). The blocking form does the three in a
 // row; the nonblocking form enters in the call, runs on the communicator's progress
-// thread (coll/async.h) and leaves when the application's completion call sees it done
+// thread (coll/async_queue.h) and leaves when the application's completion call sees it done
 // (pmpi/requests.h). One algorithm, one path: no step is written twice.
 #pragma once
 
