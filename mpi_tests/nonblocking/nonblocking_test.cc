@@ -1986,7 +1986,8 @@ TEST(NoDeadlock, TwoCommsOppositeOrdersAndBlocking) {
 // GCOLLTEST_NB_EXPECT_ENGINE=1: the engine takes nonblocking calls in this run (a progress
 // thread is started): an MPI_Iallreduce of 8 MiB, after its warm-up (large enough that the
 // engine takes it on a GPU time-sliced between ranks too, where small device calls are
-// staged by design), checked against the reference, then the library's counter.
+// staged by design), checked against the reference, then the library's counter; then
+// its persistent form, each MPI_Start counted as the engine's (async_engine_calls).
 TEST(Engine, TookNonblockingCalls) {
   if (env_int("GCOLLTEST_NB_EXPECT_ENGINE") != 1) GTEST_SKIP() << "GCOLLTEST_NB_EXPECT_ENGINE not set";
   const bool dev = device_everywhere();
@@ -2004,6 +2005,26 @@ TEST(Engine, TookNonblockingCalls) {
     report("no progress thread was started: the engine took no nonblocking call");
     ok = false;
   }
+#if NB_HAVE_PERSISTENT
+  // The persistent form of the same call (its kind agreed above): two starts, each
+  // through the engine, each checked.
+  MPI_Request p = MPI_REQUEST_NULL;
+  ok = rc_ok(x.call(Form::Persistent, b.sp(), b.rp(), &p), call_name(x.k, Form::Persistent), x.ctx) && ok;
+  for (int k = 0; k < 2 && p != MPI_REQUEST_NULL; ++k) {
+    b.upload(x);
+    const long long before = gcoll_library_counter("async_engine_calls");
+    ok = rc_ok(MPI_Start(&p), "MPI_Start", x.ctx) && ok;
+    const long long after = gcoll_library_counter("async_engine_calls");
+    ok = rc_ok(MPI_Wait(&p, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx) && ok;
+    ok = compare(x, b, ref, "persistent MPI_Allreduce of 8 MiB, start " + std::to_string(k)) && ok;
+    if (after != before + 1) {
+      report("MPI_Start of a persistent MPI_Allreduce: the engine did not take it (async_engine_calls %lld -> %lld)",
+             before, after);
+      ok = false;
+    }
+  }
+  if (p != MPI_REQUEST_NULL) ok = rc_ok(MPI_Request_free(&p), "MPI_Request_free", x.ctx) && ok;
+#endif
   EXPECT_ALL_RANKS(ok);
 }
 

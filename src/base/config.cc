@@ -145,11 +145,12 @@ const std::vector<SettingDef> kSettings = {
      [](Config &c, const Value &v) { c.host_engine = v.choice == 1; },
      "host buffers go to the MPI where any rank says mpi"},
     {"GCOLL_PROGRESS_THREAD", SettingType::Enum, "on", "on|off",
-     "Nonblocking collectives (MPI_Iallreduce, ...) through gcoll's engine: on = where the engine takes the "
-     "blocking form's call (device buffers, or host buffers with GCOLL_HOST_BUFFERS=engine) on one node, a "
+     "Nonblocking and persistent collectives (MPI_Iallreduce, ...) through gcoll's engine: on = where the "
+     "engine takes the blocking form's call (device buffers, or host buffers with GCOLL_HOST_BUFFERS=engine) on one node, a "
      "thread per communicator (started at its first such call, ended with it; it never calls the MPI) runs "
      "them while the application computes; off = they go to the MPI's own nonblocking call (device buffers "
-     "staged through host memory). Persistent collectives are not taken by the engine yet.",
+     "staged through host memory). Persistent collectives (MPI_Allreduce_init, ...) alike, decided at each "
+     "MPI_Start.",
      [](Config &c, const Value &v) { c.progress_thread = v.choice == 0; },
      "nonblocking calls go to the MPI (device buffers staged) where any rank says off"},
     {"GCOLL_RANKS_PER_NODE", SettingType::Int, "0", "0:1048576",

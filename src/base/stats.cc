@@ -45,6 +45,7 @@ const char *counter_name(Counter c) {
     case Counter::P2pProbeFailures: return "p2p_probe_failures";
     case Counter::NvlinkRings: return "device_nvlink_rings";
     case Counter::ProgressThreads: return "progress_threads";
+    case Counter::AsyncEngineCalls: return "async_engine_calls";
     case Counter::kCount: break;
   }
   return "?";

@@ -73,7 +73,9 @@ constexpr int kMaxAlgos = 64;                            // engine algorithms, b
 //   NvlinkRings:    device spaces created on an NVLink ring (coll/device_topo.h: one node
 //                   whose GPUs are P2P only along a cycle), one per rank and communicator.
 //   ProgressThreads: progress threads started (coll/async_queue.h: one per communicator
-//                   whose nonblocking calls the engine took).
+//                   whose nonblocking calls the engine took);
+//   AsyncEngineCalls: nonblocking calls and persistent starts the engine took (queued for
+//                   the progress thread).
 enum class Counter : int {
   HiddenMpi = 0,
   Agreements,
@@ -88,6 +90,7 @@ enum class Counter : int {
   P2pProbeFailures,
   NvlinkRings,
   ProgressThreads,
+  AsyncEngineCalls,
   kCount
 };
 constexpr int kLibCounters = static_cast<int>(Counter::kCount);

@@ -46,6 +46,7 @@ Status AsyncQueue::submit(Team *team, std::shared_ptr<EngineOp> op) {
   }
   pending_.fetch_add(1, std::memory_order_acq_rel);
   q_.push_back(std::move(op));
+  process_stats().count(Counter::AsyncEngineCalls);
   g.unlock();
   cv_.notify_all();
   return Status::Ok;

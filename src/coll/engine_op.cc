@@ -15,6 +15,17 @@ void EngineOp::keep_arrays(int comm_size) {
   if (args.block_offsets) args.block_offsets = arrays_.data() + n;
 }
 
+std::shared_ptr<EngineOp> EngineOp::fresh() const {
+  std::shared_ptr<EngineOp> op = std::make_shared<EngineOp>();
+  op->args = args;
+  op->plan = plan;
+  op->arrays_ = arrays_;
+  const std::size_t n = arrays_.size() / 2;
+  if (args.block_bytes) op->args.block_bytes = op->arrays_.data();
+  if (args.block_offsets) op->args.block_offsets = op->arrays_.data() + n;
+  return op;
+}
+
 Status EngineOp::enter(Team *cs, const LocalMemory &lm, const CallMemory &cm, const Buffers &bufs) {
   LocalMemory mine = lm;
   if (plan.any()) {

@@ -43,6 +43,9 @@ struct EngineOp {
   // (allgatherv's block sizes and offsets) copied into the op, for a call that returns
   // before the engine runs.
   void keep_arrays(int comm_size);
+  // A new op with the same arguments (after keep_arrays: its own copy of the arrays), for
+  // each start of a persistent call.
+  std::shared_ptr<EngineOp> fresh() const;
   // Points args at what this rank's part of the engine call runs on. A failure is this
   // rank's alone, before it joined the engine call (why() says what).
   Status enter(Team *cs, const LocalMemory &lm, const CallMemory &cm, const Buffers &bufs);

@@ -1,5 +1,7 @@
 #include "coll/team.h"
 
+#include <cstring>
+
 #include "base/wait.h"
 #include "coll/team_memory.h"
 #include "coll/team_call.h"
@@ -80,6 +82,63 @@ LocalMemory packed_memory(const LocalMemory &lm, bool packed_send, bool packed_r
     (dev ? m.device : m.host) = true;
   }
   return m;
+}
+
+
+Status team_async_start(Team *cs, std::shared_ptr<EngineOp> op, Buffers bufs, std::shared_ptr<EngineOp> *out,
+                        std::string *why) {
+  out->reset();
+  const Coll coll = op->args.coll;
+  if (cs->without_gcoll || (cs->gpu >= 0 && !cs->progress_thread)) return Status::Ok;
+  if (!cs->host_engine && cs->gpu == 0) return Status::Ok;
+  const void *ptrs[2] = {bufs.send, bufs.recv};
+  const LocalMemory lm = cs->gpu < 0 ? classify_local(ptrs, 2, -1) : classify_call(&cs->memo, ptrs, cs->device);
+  CallMemory cm;
+  bool known = true;
+  if (cs->gpu < 0) {
+    known = false;  // the communicator's first call: nothing agreed yet
+  } else if (cs->gpu == 0) {
+    cm.mem = CallMem::Host;
+  } else if (cs->uniform_memory) {
+    if (!ok(agree_memory_slow(cs, coll, op->args.bytes(), lm, &cm))) return Status::Ok;  // local under the promise
+  } else {
+    const Team::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(op->args.bytes())];
+    if (k.bits < 0) known = false;
+    else std::memcpy(&cm, &k.answer, sizeof cm);
+  }
+  // What is missing, for the next blocking call (once per collective and size class).
+  auto want = [&] {
+    for (const Team::AsyncWant &w : cs->async_wants)
+      if (w.coll == coll && size_class(w.bytes) == size_class(op->args.bytes())) return Status::Ok;
+    cs->async_wants.push_back({coll, op->args.bytes(), lm});
+    return Status::Ok;
+  };
+  Engine *e = cs->engine.peek();
+  if (!known || !e) return want();
+  DispatchInput in;
+  in.host_buffers_engine = cs->host_engine;
+  in.engine_supports = true;
+  in.local_device = lm.device;
+  in.mem = cm.mem;
+  in.device_engine = cm.device_engine;
+  if (decide(in) != Path::Engine) return Status::Ok;
+  op->args.mem = cm.mem == CallMem::Device ? MemKind::Device : MemKind::Host;
+  op->args.zero_copy = cm.zero_copy;
+  if (op->args.mem == MemKind::Device && e->device_state != Engine::DeviceState::Ready) return want();
+  if (!e->takes_without_mpi(op->args)) return Status::Ok;
+  Status st = op->enter(cs, lm, cm, bufs);
+  if (!ok(st)) {
+    *why = op->why();
+    return st;
+  }
+  op->team = cs;
+  st = cs->async.submit(cs, op);
+  if (!ok(st)) {
+    *why = "no progress thread could be started";
+    return st;
+  }
+  *out = std::move(op);
+  return Status::Ok;
 }
 
 }  // namespace gcoll

@@ -176,67 +176,37 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
 // Ok with *out set: the op, entered on this rank's buffers (pack/deviate copies in done)
 // and queued; Ok with *out empty: not the engine's (the MPI's call of the form, or
 // staged); an error: this rank's own failure to enter (*why), before anything was queued.
+// The engine's arguments of a nonblocking or persistent call (`prepare`: the argument
+// file's), kept for its start(s): nullptr where the engine can never take it on this
+// communicator (rank-uniform: the arguments MPI requires to match, the settings).
+// `agreed`: only once the communicator's settings are agreed (a persistent call: where
+// no rank can hold device memory and host buffers go to the MPI, its handle stays the
+// MPI's own).
+template <class Prepare>
+inline std::shared_ptr<EngineOp> team_async_prepare(Team *cs, Coll coll, Prepare &&prepare, bool agreed = false) {
+  if (!cs || cs->without_gcoll || (cs->gpu >= 0 && !cs->progress_thread)) return nullptr;
+  if (agreed && cs->gpu < 0) return nullptr;
+  if (!cs->host_engine && cs->gpu == 0) return nullptr;  // host buffers go to the MPI
+  std::shared_ptr<EngineOp> op = std::make_shared<EngineOp>();
+  op->args.coll = coll;
+  if (!prepare(&op->args, &op->plan)) return nullptr;
+  op->keep_arrays(cs->size);
+  return op;
+}
+
+// One start of a prepared call (a nonblocking call's only one; each MPI_Start of a
+// persistent one, on a copy of what _init prepared): Ok with *out set: entered on this
+// rank's buffers and queued; Ok with *out empty: not the engine's this time; an error:
+// this rank's own failure to enter (*why), before anything was queued.
+Status team_async_start(Team *cs, std::shared_ptr<EngineOp> op, Buffers bufs, std::shared_ptr<EngineOp> *out,
+                        std::string *why);
+
 template <class Prepare>
 inline Status team_async_call(Team *cs, Coll coll, Buffers bufs, Prepare &&prepare, std::shared_ptr<EngineOp> *out,
                               std::string *why) {
   out->reset();
-  if (!cs || cs->without_gcoll || (cs->gpu >= 0 && !cs->progress_thread)) return Status::Ok;
-  if (!cs->host_engine && cs->gpu == 0) return Status::Ok;  // host buffers go to the MPI
-  std::shared_ptr<EngineOp> op = std::make_shared<EngineOp>();
-  op->args.coll = coll;
-  if (!prepare(&op->args, &op->plan)) return Status::Ok;
-  const void *ptrs[2] = {bufs.send, bufs.recv};
-  const LocalMemory lm = cs->gpu < 0 ? classify_local(ptrs, 2, -1) : classify_call(&cs->memo, ptrs, cs->device);
-  CallMemory cm;
-  bool known = true;
-  if (cs->gpu < 0) {
-    known = false;  // the communicator's first call: nothing agreed yet
-  } else if (cs->gpu == 0) {
-    cm.mem = CallMem::Host;
-  } else if (cs->uniform_memory) {
-    if (!ok(agree_memory_slow(cs, coll, op->args.bytes(), lm, &cm))) return Status::Ok;  // local under the promise
-  } else {
-    const Team::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(op->args.bytes())];
-    if (k.bits < 0) known = false;
-    else std::memcpy(&cm, &k.answer, sizeof cm);
-  }
-  Engine *e = cs->engine.peek();
-  if (!known || !e) {
-    for (const Team::AsyncWant &w : cs->async_wants)
-      if (w.coll == coll && size_class(w.bytes) == size_class(op->args.bytes())) return Status::Ok;
-    cs->async_wants.push_back({coll, op->args.bytes(), lm});
-    return Status::Ok;
-  }
-  DispatchInput in;
-  in.host_buffers_engine = cs->host_engine;
-  in.engine_supports = true;
-  in.local_device = lm.device;
-  in.mem = cm.mem;
-  in.device_engine = cm.device_engine;
-  if (decide(in) != Path::Engine) return Status::Ok;
-  op->args.mem = cm.mem == CallMem::Device ? MemKind::Device : MemKind::Host;
-  op->args.zero_copy = cm.zero_copy;
-  if (op->args.mem == MemKind::Device && e->device_state != Engine::DeviceState::Ready) {
-    for (const Team::AsyncWant &w : cs->async_wants)
-      if (w.coll == coll && size_class(w.bytes) == size_class(op->args.bytes())) return Status::Ok;
-    cs->async_wants.push_back({coll, op->args.bytes(), lm});
-    return Status::Ok;
-  }
-  if (!e->takes_without_mpi(op->args)) return Status::Ok;
-  op->keep_arrays(cs->size);
-  Status st = op->enter(cs, lm, cm, bufs);
-  if (!ok(st)) {
-    *why = op->why();
-    return st;
-  }
-  op->team = cs;
-  st = cs->async.submit(cs, op);
-  if (!ok(st)) {
-    *why = "no progress thread could be started";
-    return st;
-  }
-  *out = std::move(op);
-  return Status::Ok;
+  std::shared_ptr<EngineOp> op = team_async_prepare(cs, coll, prepare);
+  return op ? team_async_start(cs, std::move(op), bufs, out, why) : Status::Ok;
 }
 
 }  // namespace gcoll

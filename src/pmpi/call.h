@@ -66,6 +66,9 @@ inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Pr
 // generalized request of gcoll's (MPI_Grequest_start), which the completion calls complete
 // once the thread has run the op (pmpi/requests.h).
 int engine_request(MPI_Request *request);
+// A persistent call's handle of gcoll's around the MPI's persistent request `inner`
+// (pmpi/requests.h: RequestOp::inner): into *request; MPI_SUCCESS or the MPI's error.
+int engine_capable_request(RequestOp *op, MPI_Request inner, MPI_Request *request);
 
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs,
@@ -165,6 +168,23 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
   }
   // Persistent host calls are kept too: each start is counted.
   if (persistent && !op) op.reset(new RequestOp);
+  // A persistent call the engine may take at its starts (each start decides, as a
+  // nonblocking call does): the application gets gcoll's own persistent handle and the
+  // MPI's request stays inside for the starts the engine does not take (pmpi/requests.h).
+  if (persistent && form.request && *form.request != MPI_REQUEST_NULL) {
+    CommState *cs = nullptr;
+    if (!ok(comm_state(comm, &cs)) || (cs && cs->inter)) cs = nullptr;
+    if (std::shared_ptr<EngineOp> tmpl = team_async_prepare(cs, coll, prepare, true)) {
+      MPI_Request inner = *form.request;
+      if (engine_capable_request(op.get(), inner, form.request) == MPI_SUCCESS) {
+        op->engine_template = std::move(tmpl);
+        op->team = cs;
+        op->bufs = bufs;
+      } else {
+        *form.request = inner;  // no handle of gcoll's: the MPI's own, as before
+      }
+    }
+  }
   if (op && form.request && *form.request != MPI_REQUEST_NULL) {
     op->comm = comm;
     op->coll = line;

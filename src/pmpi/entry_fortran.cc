@@ -424,7 +424,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_start(MPI_Fint *request, MPI_
   MPI_Fint e = w.any() ? w.before_start(0, "MPI_Start") : MPI_SUCCESS;
   if (e == MPI_SUCCESS) {
     mpi(request, &e);
-    if (e == MPI_SUCCESS && w.any()) w.started(0);
+    if (e == MPI_SUCCESS && w.any()) e = w.started(0, "MPI_Start");
   }
   set_ierror(ierror, e);
 }
@@ -441,7 +441,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_startall(MPI_Fint *count, MPI
   for (int i = 0; w.any() && e == MPI_SUCCESS && i < *count; ++i) e = w.before_start(i, "MPI_Startall");
   if (e == MPI_SUCCESS) {
     mpi(count, requests, &e);
-    for (int i = 0; e == MPI_SUCCESS && w.any() && i < *count; ++i) w.started(i);
+    for (int i = 0; e == MPI_SUCCESS && w.any() && i < *count; ++i) e = w.started(i, "MPI_Startall");
   }
   set_ierror(ierror, e);
 }

@@ -7,6 +7,7 @@
 
 #include "base/wait.h"
 #include "coll/team.h"
+#include "coll/team_call.h"
 #include "pmpi/errors.h"
 
 namespace gcoll {
@@ -86,10 +87,54 @@ int engine_request(MPI_Request *request) {
   return PMPI_Grequest_start(greq_query, greq_free, greq_cancel, nullptr, request);
 }
 
+namespace {
+// The private duplicate of MPI_COMM_SELF of the persistent handles (RequestOp::self_tag),
+// made at the first one, freed in MPI_Finalize (release_requests).
+std::mutex g_self_mu;
+MPI_Comm g_self = MPI_COMM_NULL;
+std::atomic<int> g_next_tag{0};
+MPI_Comm self_comm() {
+  std::lock_guard<std::mutex> g(g_self_mu);
+  if (g_self == MPI_COMM_NULL && PMPI_Comm_dup(MPI_COMM_SELF, &g_self) != MPI_SUCCESS) g_self = MPI_COMM_NULL;
+  return g_self;
+}
+// The activation of a persistent handle of gcoll's is over: its receive matched.
+void signal_end(RequestOp *op) {
+  op->greq_done = true;
+  PMPI_Send(nullptr, 0, MPI_BYTE, 0, op->self_tag, self_comm());
+}
+}  // namespace
+
+int engine_capable_request(RequestOp *op, MPI_Request inner, MPI_Request *request) {
+  const MPI_Comm self = self_comm();
+  if (self == MPI_COMM_NULL || !op) return MPI_ERR_INTERN;
+  const int tag = g_next_tag.fetch_add(1, std::memory_order_relaxed) & 0x7fff;  // MPI_TAG_UB >= 32767
+  const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, 0, tag, self, request);
+  if (rc != MPI_SUCCESS) return rc;
+  op->inner = inner;
+  op->self_tag = tag;
+  return MPI_SUCCESS;
+}
+
 void Watch::settle() {
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     RequestOp *op = ops_[k].second.get();
-    if (!op || !op->engine || op->greq_done || !op->engine->done.load(std::memory_order_acquire)) continue;
+    if (!op || op->greq_done) continue;
+    if (op->self_tag >= 0) {
+      // A persistent handle of gcoll's: its activation's end (the engine op run, or the
+      // MPI's request complete) is signalled once.
+      if (!op->active) continue;
+      std::lock_guard<std::mutex> g(op->mu);
+      if (op->greq_done || !op->active) continue;
+      int flag = 0;
+      if (op->engine)
+        flag = op->engine->done.load(std::memory_order_acquire);
+      else if (op->inner_active && PMPI_Test(&op->inner, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        flag = 1;  // (its error: the results are not copied back; the completion call says so)
+      if (flag) signal_end(op);
+      continue;
+    }
+    if (!op->engine || !op->engine->done.load(std::memory_order_acquire)) continue;
     std::lock_guard<std::mutex> g(op->mu);
     if (op->greq_done) continue;
     op->greq_done = true;
@@ -98,10 +143,11 @@ void Watch::settle() {
 }
 
 bool Watch::engines_pending() const {
-  for (const auto &e : ops_)
-    if (e.second && e.second->engine && !e.second->greq_done &&
-        !e.second->engine->done.load(std::memory_order_acquire))
-      return true;
+  for (const auto &e : ops_) {
+    const RequestOp *op = e.second.get();
+    if (!op || op->greq_done) continue;
+    if (op->self_tag >= 0 ? op->active : op->engine && !op->engine->done.load(std::memory_order_acquire)) return true;
+  }
   return false;
 }
 
@@ -116,11 +162,14 @@ void Watch::wait_engines() {
       ran = op->engine->team->async.run_here(op->engine->team, op->engine.get()) || ran;
     }
   }
+  settle();
   if (engines_pending()) {
     WaitCallScope in_call;  // the MPI keeps progressing (base/wait.h)
-    wait_until([&] { return !engines_pending(); });
+    wait_until([&] {
+      settle();
+      return !engines_pending();
+    });
   }
-  settle();
 }
 
 Watch::Watch(int n, const MPI_Request *requests) {
@@ -171,10 +220,15 @@ int Watch::completed(int i) {
     // again (it completed and freed the request, another thread got the same handle)
     // waits for the copies of the thread that completed it, and finds nothing to do.
     std::lock_guard<std::mutex> g(op->mu);
-    if (op->stager && op->active && !op->finished && !op->stager->finish()) r = op->stager->result(MPI_SUCCESS);
+    if (op->stager && !op->engine && op->active && !op->finished && !op->stager->finish())
+      r = op->stager->result(MPI_SUCCESS);
     if (op->engine && op->active && !op->finished) r = finish_engine(op);
     op->active = false;
     op->finished = false;
+    if (op->self_tag >= 0) {  // the next start decides again
+      op->engine.reset();
+      op->inner_active = false;
+    }
   }
   const MPI_Comm comm = op->comm;
   const Coll coll = op->coll;
@@ -202,7 +256,7 @@ int Watch::before_start(int i, const char *func) {
   if (!op || !op->persistent) return MPI_SUCCESS;  // not gcoll's, or not persistent: the MPI judges
   if (op->active)
     return raise_error(op->comm, Status::ErrRequest, func, "the persistent collective request is already active");
-  if (op->stager && !op->stager->start()) {
+  if (op->self_tag < 0 && op->stager && !op->stager->start()) {
     const StagedResult r = op->stager->result(MPI_SUCCESS);
     process_stats().record(op->coll, Path::Error, 0);
     return raise_error(op->comm, r.status, func, r.why.c_str());
@@ -210,17 +264,54 @@ int Watch::before_start(int i, const char *func) {
   return MPI_SUCCESS;
 }
 
-void Watch::started(int i) {
+int Watch::started(int i, const char *func) {
   RequestOp *op = this->op(i);
-  if (!op || !op->persistent) return;
-  op->active = true;
+  if (!op || !op->persistent) return MPI_SUCCESS;
   op->finished = false;
-  process_stats().record(op->coll, op->path, op->bytes);
+  op->greq_done = false;
+  if (op->self_tag < 0) {
+    op->active = true;
+    process_stats().record(op->coll, op->path, op->bytes);
+    return MPI_SUCCESS;
+  }
+  // gcoll's handle is started (its receive posted): this start's path, as a nonblocking
+  // call's (team_call.h: team_async_start, the same on every rank).
+  op->active = true;
+  std::shared_ptr<EngineOp> eop;
+  std::string why;
+  Status st = team_async_start(op->team, op->engine_template->fresh(), op->bufs, &eop, &why);
+  int rc = MPI_SUCCESS;
+  if (ok(st) && eop) {
+    op->engine = std::move(eop);
+    process_stats().record(op->coll, Path::Engine, op->bytes);
+    return MPI_SUCCESS;
+  }
+  if (ok(st) && op->stager && !op->stager->start()) {
+    const StagedResult r = op->stager->result(MPI_SUCCESS);
+    st = r.status;
+    why = r.why;
+  }
+  if (ok(st)) rc = PMPI_Start(&op->inner);
+  if (ok(st) && rc == MPI_SUCCESS) {
+    op->inner_active = true;
+    process_stats().record(op->coll, op->path, op->bytes);
+    return MPI_SUCCESS;
+  }
+  // Nothing started: the handle ends at once (its completion copies nothing back).
+  {
+    std::lock_guard<std::mutex> g(op->mu);
+    signal_end(op);
+    op->active = false;
+  }
+  process_stats().record(op->coll, Path::Error, 0);
+  if (!ok(st)) return raise_error(op->comm, st, func, why.c_str());
+  return rc;
 }
 
 void Watch::freed(int i) {
   RequestOp *op = this->op(i);
   if (!op) return;
+  if (op->inner != MPI_REQUEST_NULL) PMPI_Request_free(&op->inner);
   drop(handle(i), op);
   for (auto &e : ops_)
     if (e.first == i) e.second.reset();
@@ -446,8 +537,7 @@ int start(MPI_Request *request) {
   const int e = w.before_start(0, "MPI_Start");
   if (e != MPI_SUCCESS) return e;
   const int rc = PMPI_Start(request);
-  if (rc == MPI_SUCCESS) w.started(0);
-  return rc;
+  return rc == MPI_SUCCESS ? w.started(0, "MPI_Start") : rc;
 }
 
 int startall(int count, MPI_Request requests[]) {
@@ -457,9 +547,12 @@ int startall(int count, MPI_Request requests[]) {
     const int e = w.before_start(i, "MPI_Startall");
     if (e != MPI_SUCCESS) return e;
   }
-  const int rc = PMPI_Startall(count, requests);
+  int rc = PMPI_Startall(count, requests);
   if (rc == MPI_SUCCESS)
-    for (int i = 0; i < count; ++i) w.started(i);
+    for (int i = 0; i < count; ++i) {
+      const int e = w.started(i, "MPI_Startall");
+      if (rc == MPI_SUCCESS) rc = e;
+    }
   return rc;
 }
 
@@ -471,11 +564,14 @@ int cancel(MPI_Request *request) {
 }
 
 void release_requests() {
-  Table &t = table();
-  std::lock_guard<std::mutex> g(t.mu);
-  for (auto &e : t.ops)
-  t.ops.clear();
-  g_tracked.store(0, std::memory_order_relaxed);
+  {
+    Table &t = table();
+    std::lock_guard<std::mutex> g(t.mu);
+    t.ops.clear();
+    g_tracked.store(0, std::memory_order_relaxed);
+  }
+  std::lock_guard<std::mutex> g(g_self_mu);
+  if (g_self != MPI_COMM_NULL) PMPI_Comm_free(&g_self);
 }
 
 }  // namespace gcoll

@@ -25,6 +25,7 @@
 
 #include "base/stats.h"
 #include "coll/engine_op.h"
+#include "coll/team.h"
 #include "coll/staged.h"
 
 namespace gcoll {
@@ -42,7 +43,22 @@ struct RequestOp {
   // is a generalized request of gcoll's, completed (MPI_Grequest_complete, on the
   // application's thread, inside a completion call) once the thread has run the op.
   std::shared_ptr<EngineOp> engine;
-  bool greq_done = false;          // MPI_Grequest_complete was called
+  bool greq_done = false;          // MPI_Grequest_complete was called (nonblocking), or the
+                                   // activation's end signalled (persistent, below)
+  // A persistent call the engine may take (call.h): each MPI_Start decides, as a
+  // nonblocking call does, between the engine (an EngineOp made from engine_template) and
+  // the MPI's persistent request `inner` (host buffers, or the stager's host copies). The
+  // application's handle is gcoll's: a persistent zero-byte receive on a private
+  // duplicate of MPI_COMM_SELF with its own tag (`self_tag`), started at each MPI_Start
+  // and matched by a zero-byte send of gcoll's once the activation is done (engine op run,
+  // or `inner` complete), inside a completion call (Watch::settle). So the MPI itself
+  // completes and restarts it in every completion call, mixed with any request.
+  std::shared_ptr<EngineOp> engine_template;
+  MPI_Request inner = MPI_REQUEST_NULL;
+  int self_tag = -1;
+  bool inner_active = false;       // this activation is `inner`'s
+  struct Team *team = nullptr;
+  Buffers bufs;
   std::mutex mu;                   // the copies back (completion calls of several threads)
 };
 
@@ -94,8 +110,10 @@ class Watch {
   // Before the MPI's start of request i (persistent): its copies in. MPI_SUCCESS or the
   // error (raised); MPI_ERR_REQUEST for an active one.
   int before_start(int i, const char *func);
-  // After the MPI started it: active, counted.
-  void started(int i);
+  // After the MPI started it: active, counted. A persistent call the engine may take
+  // (RequestOp::inner): this start's path, decided now, and its activation (the engine op
+  // queued, or the MPI's request started). MPI_SUCCESS or the error (raised).
+  int started(int i, const char *func);
   // MPI_Request_get_status found request i complete: its copies back (once); the op
   // stays until the request is completed or freed.
   int status_complete(int i);
