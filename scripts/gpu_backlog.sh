@@ -217,8 +217,8 @@ if [ "$PLAN" = recheck ]; then
     # osu_iallreduce on device buffers (the engine on the progress thread) and on host
     # buffers through the engine, osu_reduce / osu_reduce_scatter on floats
     if [ "${GCOLL_RECHECK_BENCH:-0}" = 1 ]; then
-      compare_step R5-osu_iallreduce-cuda 45 --bench osu_iallreduce --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
-      compare_step R5-osu_iallreduce-host-engine 45 --bench osu_iallreduce --np 4 --reps 2 --env GCOLL_HOST_BUFFERS=engine -- -m 8:4194304 -i 50 -x 5 -T mpi_float
+      compare_step R5-osu_iallreduce-cuda 45 --bench osu_iallreduce --env GCOLL_PROGRESS_THREAD=on --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
+      compare_step R5-osu_iallreduce-host-engine 45 --bench osu_iallreduce --np 4 --reps 2 --env GCOLL_PROGRESS_THREAD=on --env GCOLL_HOST_BUFFERS=engine -- -m 8:4194304 -i 50 -x 5 -T mpi_float
       compare_step R5-osu_reduce-cuda 30 --bench osu_reduce --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
       compare_step R5-osu_reduce_scatter-cuda 30 --bench osu_reduce_scatter --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
     fi
@@ -246,9 +246,9 @@ if mps_on; then
   for b in osu_reduce osu_reduce_scatter osu_alltoall osu_allgatherv; do
     compare_step "F-$b" 40 --bench "$b" --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
   done
-  compare_step F-osu_iallreduce 40 --bench osu_iallreduce --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 50 -x 5 -T mpi_float
-  compare_step F-osu_allreduce_persistent 30 --bench osu_allreduce_persistent --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 200 -x 20 -T mpi_float
-  compare_step F-osu_allreduce_persistent-host-engine 30 --bench osu_allreduce_persistent --np 4 --reps 2 --env GCOLL_HOST_BUFFERS=engine -- -m 8:1048576 -i 200 -x 20 -T mpi_float
+  compare_step F-osu_iallreduce 40 --bench osu_iallreduce --env GCOLL_PROGRESS_THREAD=on --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 50 -x 5 -T mpi_float
+  compare_step F-osu_allreduce_persistent 30 --bench osu_allreduce_persistent --env GCOLL_PROGRESS_THREAD=on --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 200 -x 20 -T mpi_float
+  compare_step F-osu_allreduce_persistent-host-engine 30 --bench osu_allreduce_persistent --np 4 --reps 2 --env GCOLL_PROGRESS_THREAD=on --env GCOLL_HOST_BUFFERS=engine -- -m 8:1048576 -i 200 -x 20 -T mpi_float
   compare_step F-osu_allreduce-host-engine 30 --bench osu_allreduce --np 4 --reps 2 --env GCOLL_HOST_BUFFERS=engine -- -m 8:1048576 -i 200 -x 20 -T mpi_float
   # ---- C: the direct way, UCX with CUDA support (the wheel) --------------------------------------
   if [ -f .ucx-cuda/libucx/lib/libucp.so.0 ]; then

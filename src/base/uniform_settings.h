@@ -32,7 +32,7 @@ struct AgreedSettings {
   bool host_engine = false;    // GCOLL_HOST_BUFFERS=engine on every rank
   bool device_engine = true;   // GCOLL_DEVICE_BUFFERS=engine on every rank
   bool uniform_memory = false; // GCOLL_UNIFORM_MEMORY=1 on every rank
-  bool progress_thread = true; // GCOLL_PROGRESS_THREAD=on on every rank
+  bool progress_thread = false; // GCOLL_PROGRESS_THREAD=on on every rank
   int agree_interval = 1;      // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)
   int timeout_s = 0;           // GCOLL_TIMEOUT: the smallest nonzero value (0: none anywhere)
   bool engine = true;          // the settings that shape the engine's schedules are equal
