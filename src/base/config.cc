@@ -145,8 +145,8 @@ const std::vector<SettingDef> kSettings = {
      [](Config &c, const Value &v) { c.host_engine = v.choice == 1; },
      "host buffers go to the MPI where any rank says mpi"},
     {"GCOLL_PROGRESS_THREAD", SettingType::Enum, "off", "on|off",
-     "Nonblocking and persistent collectives (MPI_Iallreduce, ...) through gcoll's engine (off by default: an "
-     "intermittent hang under MPICH 4.0.2 is not understood yet): on = where the engine takes the blocking form's "
+     "Nonblocking and persistent collectives (MPI_Iallreduce, ...) through gcoll's engine (off by default until "
+     "a GPU run validates it without MPS and with persistent calls): on = where the engine takes the blocking form's "
      "call (device buffers, or host buffers with GCOLL_HOST_BUFFERS=engine) on one node, a "
      "thread per communicator (started at its first such call, ended with it; it never calls the MPI) runs "
      "them while the application computes; off = they go to the MPI's own nonblocking call (device buffers "

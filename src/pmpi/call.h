@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "base/config.h"
 #include "base/stats.h"
 #include "base/wait.h"
 #include "coll/team_call.h"
@@ -81,7 +82,10 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
   }
   const int app_errno = errno;
   const bool persistent = form.form == Form::Persistent;
-  if (form.form == Form::Nonblocking && form.request) {
+  // GCOLL_PROGRESS_THREAD is agreed off on every communicator where it is off here
+  // (coll/team_memory.cc): no lookup of the communicator's state then.
+  const bool engine_forms = config().progress_thread;
+  if (engine_forms && form.form == Form::Nonblocking && form.request) {
     CommState *cs = nullptr;
     if (!ok(comm_state(comm, &cs)) || (cs && cs->inter)) cs = nullptr;
     std::shared_ptr<EngineOp> eop;
@@ -171,7 +175,7 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
   // A persistent call the engine may take at its starts (each start decides, as a
   // nonblocking call does): the application gets gcoll's own persistent handle and the
   // MPI's request stays inside for the starts the engine does not take (pmpi/requests.h).
-  if (persistent && form.request && *form.request != MPI_REQUEST_NULL) {
+  if (engine_forms && persistent && form.request && *form.request != MPI_REQUEST_NULL) {
     CommState *cs = nullptr;
     if (!ok(comm_state(comm, &cs)) || (cs && cs->inter)) cs = nullptr;
     if (std::shared_ptr<EngineOp> tmpl = team_async_prepare(cs, coll, prepare, true)) {

@@ -143,11 +143,8 @@ void Watch::settle() {
 }
 
 bool Watch::engines_pending() const {
-  for (const auto &e : ops_) {
-    const RequestOp *op = e.second.get();
-    if (!op || op->greq_done) continue;
-    if (op->self_tag >= 0 ? op->active : op->engine && !op->engine->done.load(std::memory_order_acquire)) return true;
-  }
+  for (const auto &e : ops_)
+    if (e.second && engine_pending(*e.second)) return true;
   return false;
 }
 

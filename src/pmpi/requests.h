@@ -62,6 +62,19 @@ struct RequestOp {
   std::mutex mu;                   // the copies back (completion calls of several threads)
 };
 
+// Whether a completion call must not yet hand `op`'s request to the MPI's own wait: its
+// engine work is queued or running, or done but its end not yet given to the MPI
+// (Watch::settle: MPI_Grequest_complete, or the persistent handle's matching send). An op
+// is pending until it is settled, not merely until its engine op is done: the progress
+// thread may finish the op between a completion call's settle() and its look here, and a
+// look at `done` alone then sent the application's MPI_Wait into the MPI's wait on a
+// generalized request that nobody would complete (the hang of 2026-11-27 under MPICH
+// 4.0.2, ~1 run in 100 of mpi.nonblocking.engine.np3 on a loaded machine).
+inline bool engine_pending(const RequestOp &op) {
+  if (op.greq_done) return false;
+  return op.self_tag >= 0 ? op.active : op.engine != nullptr;
+}
+
 // Keeps `op` beside the MPI's request `r` until the application frees or completes it.
 void track_request(MPI_Request r, std::unique_ptr<RequestOp> op);
 
@@ -95,8 +108,8 @@ class Watch {
   bool any() const { return !ops_.empty(); }
   // Engine ops (RequestOp::engine): before any MPI call on the requests, complete the
   // generalized requests of the ops the progress thread has run (settle); engines_pending:
-  // some op of the array has not run yet; wait_engines: wait until every one has (the
-  // MPI progressing meanwhile), then settle. A blocking completion call of one or all
+  // some op of the array is not settled yet (engine_pending); wait_engines: wait until
+  // every one has run and is settled (the MPI progressing meanwhile). A blocking completion call of one or all
   // requests waits for them first (the MPI's own call would never see them complete);
   // Waitany / Waitsome poll instead (another request may complete first).
   void settle();
