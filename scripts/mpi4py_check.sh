@@ -8,7 +8,9 @@
 # it: for every test file and np = 1..4 the per-rank unittest summaries (tests run,
 # failures, errors, skipped) and mpirun's exit status must be identical. One more run at
 # np 4 with GCOLL_HOST_BUFFERS=engine GCOLL_RANKS_PER_NODE=2 (gcoll's own algorithms on
-# two virtual nodes) must match the np 4 run without the library too. Each run with the
+# two virtual nodes) must match the np 4 run without the library too, and one with
+# GCOLL_HOST_BUFFERS=engine GCOLL_PROGRESS_THREAD=on on one node (the engine's nonblocking
+# path on its progress thread). Each run with the
 # library writes GCOLL_STATS_FILE under $MPI4PY_DIR/stats/; the script prints the lines
 # with calls > 0 and fails if any line has errors > 0 (except gather/scatter in
 # test_util_pkl5, which calls them with invalid roots on purpose).
@@ -96,6 +98,13 @@ if [[ " $nps " == *" 4 "* ]]; then
           -x GCOLL_HOST_BUFFERS=engine -x GCOLL_RANKS_PER_NODE=2)
     mark=same; [ "$got" == "${base[$t.4]}" ] || { mark=DIFFERENT; fail=1; }
     printf '%-16s np4  engine:  %s  [%s]\n' "$t" "$got" "$mark"
+    # The engine's nonblocking path: one node, the progress thread running the
+    # nonblocking and persistent calls the engine takes (issue 29 item 3).
+    st="$dir/stats/async_${t}_np4.json"; rm -f "$st"
+    got=$(run async "$t" 4 -x LD_PRELOAD="$lib" -x GCOLL_STATS_FILE="$st" \
+          -x GCOLL_HOST_BUFFERS=engine -x GCOLL_PROGRESS_THREAD=on)
+    mark=same; [ "$got" == "${base[$t.4]}" ] || { mark=DIFFERENT; fail=1; }
+    printf '%-16s np4  async:   %s  [%s]\n' "$t" "$got" "$mark"
   done
 fi
 

@@ -5,14 +5,51 @@
 
 namespace gcoll {
 
-void EngineOp::keep_arrays(int comm_size) {
-  if (!args.block_bytes && !args.block_offsets) return;
-  const std::size_t n = static_cast<std::size_t>(comm_size);
-  arrays_.assign(2 * n, 0);
-  if (args.block_bytes) std::copy(args.block_bytes, args.block_bytes + n, arrays_.begin());
-  if (args.block_offsets) std::copy(args.block_offsets, args.block_offsets + n, arrays_.begin() + n);
+namespace {
+// The int arrays of the call an op may read after the call returned: reduce_scatter's
+// recvcounts, allgatherv's receive counts and displacements (packer), in this order.
+constexpr int kIntArrays = 5;
+const int **int_array(CollArgs &a, PackPlan &p, int k) {
+  switch (k) {
+    case 0: return &a.counts;
+    case 1: return &p.send.counts;
+    case 2: return &p.send.displs;
+    case 3: return &p.recv.counts;
+    default: return &p.recv.displs;
+  }
+}
+}  // namespace
+
+void EngineOp::point_arrays() {
+  const std::size_t n = arrays_.size() / 2;
   if (args.block_bytes) args.block_bytes = arrays_.data();
   if (args.block_offsets) args.block_offsets = arrays_.data() + n;
+  const std::size_t m = int_arrays_.size() / kIntArrays;
+  for (int k = 0; k < kIntArrays; ++k) {
+    const int **a = int_array(args, plan, k);
+    if (*a) *a = int_arrays_.data() + k * m;
+  }
+}
+
+void EngineOp::keep_arrays(int comm_size) {
+  // Copied at the call: MPI forbids changing them before completion, but an application
+  // that frees or reuses them once the call returned works under an MPI that read them
+  // at the call (mpi4py 4.1's MPI_Ireduce_scatter_c over an MPI-3.1 library passes a
+  // temporary: the engine then read freed memory, a crash, before this copy).
+  const std::size_t n = static_cast<std::size_t>(comm_size);
+  if (args.block_bytes || args.block_offsets) {
+    arrays_.assign(2 * n, 0);
+    if (args.block_bytes) std::copy(args.block_bytes, args.block_bytes + n, arrays_.begin());
+    if (args.block_offsets) std::copy(args.block_offsets, args.block_offsets + n, arrays_.begin() + n);
+  }
+  bool any = false;
+  for (int k = 0; k < kIntArrays; ++k) any = any || *int_array(args, plan, k);
+  if (any) {
+    int_arrays_.assign(kIntArrays * n, 0);
+    for (int k = 0; k < kIntArrays; ++k)
+      if (const int *a = *int_array(args, plan, k)) std::copy(a, a + n, int_arrays_.begin() + k * n);
+  }
+  point_arrays();
 }
 
 std::shared_ptr<EngineOp> EngineOp::fresh() const {
@@ -20,9 +57,8 @@ std::shared_ptr<EngineOp> EngineOp::fresh() const {
   op->args = args;
   op->plan = plan;
   op->arrays_ = arrays_;
-  const std::size_t n = arrays_.size() / 2;
-  if (args.block_bytes) op->args.block_bytes = op->arrays_.data();
-  if (args.block_offsets) op->args.block_offsets = op->arrays_.data() + n;
+  op->int_arrays_ = int_arrays_;
+  op->point_arrays();
   return op;
 }
 

@@ -39,9 +39,10 @@ struct EngineOp {
   CollArgs args;
   PackPlan plan;  // this rank's layouts (prepare() fills it)
 
-  // After prepare(): the call's arrays the engine reads that live only during the call
-  // (allgatherv's block sizes and offsets) copied into the op, for a call that returns
-  // before the engine runs.
+  // After prepare(): the arrays the op reads copied into it, for a call that returns
+  // before the engine runs: those that live only during the call (allgatherv's block
+  // sizes and offsets) and the application's (reduce_scatter's recvcounts, allgatherv's
+  // receive counts and displacements), which it may free or reuse once the call returned.
   void keep_arrays(int comm_size);
   // A new op with the same arguments (after keep_arrays: its own copy of the arrays), for
   // each start of a persistent call.
@@ -67,7 +68,9 @@ struct EngineOp {
   int gpu_ = -1;
   Packer packer_;
   std::unique_ptr<Deviator> dev_;
+  void point_arrays();  // args and plan at arrays_ / int_arrays_
   std::vector<std::size_t> arrays_;
+  std::vector<int> int_arrays_;
   std::string why_;
 };
 
