@@ -50,7 +50,13 @@
 //   NoDeadlock.*                    D: rank 1 receives a message that rank 0 sends only
 //                                   after starting its MPI_Iallreduce (device buffers);
 //                                   8 MPI_Iallreduce + 8 MPI_Ibcast on two communicators
-//                                   completed by one MPI_Waitall in reverse order
+//                                   completed by one MPI_Waitall in reverse order; rank 0
+//                                   in an MPI_Recv that its peers satisfy only after their
+//                                   MPI_Wait on the collective, after 50 ms idle
+//   Engine.*                        (GCOLLTEST_NB_EXPECT_ENGINE=1) the engine took the
+//                                   calls: nonblocking and persistent, a persistent call on
+//                                   a new communicator from its first start, arrays reused
+//                                   before completion
 //   Errors.*                        E: MPI_Request_free / MPI_Cancel of an active
 //                                   MPI_Iallreduce on device buffers: MPI_ERR_REQUEST (then
 //                                   MPI_Wait completes it); a negative count: MPI_ERR_COUNT,
@@ -86,6 +92,8 @@
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "gcoll/gcoll.h"
 #include "gpu_api.h"
@@ -1867,6 +1875,51 @@ TEST(NoDeadlock, P2PAfterIallreduceStart) {
   EXPECT_ALL_RANKS(ok);
 }
 
+// Rank 0 starts its MPI_Iallreduce and blocks in an MPI_Recv from rank 1; rank 1 (and the
+// others) wait for the collective, and only then does rank 1 send. The collective must
+// complete while rank 0 sits in the receive: the MPI progresses its own nonblocking
+// collectives there, and under the engine only rank 0's progress thread can run its part.
+// Before the start (after one call that starts the communicator's progress thread) every
+// rank idles for 50 ms, longer than the progress thread watches its queue after its last op
+// (coll/async_queue.h: kWatchMs): the start must wake a sleeping thread (a start that left
+// it asleep hangs here).
+TEST(NoDeadlock, PeerReceivesWhileOthersWaitAfterIdle) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const bool dev = device_everywhere();
+  ScopedComm dup(CommKind::Dup);
+  bool ok = true;
+  Checked c(make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, 1000, false, false, false}), dev, &ok);
+  const Case &x = c.x;
+  Bufs &b = *c.b;
+  MPI_Request req = MPI_REQUEST_NULL;
+  const int me = world_rank();
+  // One call first (under the engine: the communicator's progress thread starts with it).
+  set_phase("MPI_Iallreduce before the idle time");
+  ok = rc_ok(x.call(Form::Nonblocking, b.sp(), b.rp(), &req), "MPI_Iallreduce", x.ctx) && ok;
+  ok = rc_ok(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx) && ok;
+  usleep(50 * 1000);
+  set_phase("MPI_Iallreduce after 50 ms idle");
+  ok = rc_ok(x.call(Form::Nonblocking, b.sp(), b.rp(), &req), "MPI_Iallreduce", x.ctx) && ok;
+  int token = -1;
+  if (me == 0) {
+    set_phase("rank 0 in MPI_Recv from rank 1, its MPI_Iallreduce outstanding");
+    ok = rc_ok(MPI_Recv(&token, 1, MPI_INT, 1, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv", "token") && ok;
+    if (token != 4321) {
+      report("token from rank 1: %d", token);
+      ok = false;
+    }
+  }
+  set_phase("MPI_Wait on the MPI_Iallreduce");
+  ok = rc_ok(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx) && ok;
+  if (me == 1) {
+    token = 4321;
+    set_phase("rank 1 sends to rank 0 after its MPI_Iallreduce completed");
+    ok = rc_ok(MPI_Send(&token, 1, MPI_INT, 0, kTag, MPI_COMM_WORLD), "MPI_Send", "token") && ok;
+  }
+  ok = compare(x, b, c.ref, "MPI_Iallreduce + MPI_Wait while rank 0 receives") && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
 // 8 MPI_Iallreduce on a dup and 8 MPI_Ibcast on a split, interleaved, all outstanding,
 // completed by one MPI_Waitall on the array in reverse order.
 TEST(NoDeadlock, ManyOutstandingReverseWaitall) {
@@ -2025,6 +2078,48 @@ TEST(Engine, TookNonblockingCalls) {
   }
   if (p != MPI_REQUEST_NULL) ok = rc_ok(MPI_Request_free(&p), "MPI_Request_free", x.ctx) && ok;
 #endif
+  EXPECT_ALL_RANKS(ok);
+}
+
+// A persistent call is decided and set up at its _init (coll/team_call.h:
+// team_persistent_init), which MPI-4.0 makes collective: on a new communicator that has
+// made no call at all (no blocking call has agreed anything or set the engine up), every
+// MPI_Start of a persistent MPI_Allreduce must already run through the engine
+// (async_engine_calls one more per start), each start checked against the PMPI
+// reference. (Before, each start went to the MPI's persistent request until some
+// blocking call on the communicator had agreed the call's kinds.) 8 bytes on host
+// buffers; 8 MiB on device buffers (small device calls are staged by design where the
+// GPU is time-sliced between ranks).
+TEST(Engine, PersistentDecidedAtInit) {
+  if (env_int("GCOLLTEST_NB_EXPECT_ENGINE") != 1) GTEST_SKIP() << "GCOLLTEST_NB_EXPECT_ENGINE not set";
+  SKIP_WITHOUT_PERSISTENT();
+  const bool dev = device_everywhere();
+  ScopedComm dup(CommKind::Dup);
+  bool ok = true;
+  Case x = make_case(K::Allreduce, *dup, Spec{MPI_DOUBLE, dev ? 1 << 20 : 1, false, false, false}, Form::Persistent);
+  const std::string init = call_name(x.k, Form::Persistent);
+  x.inputs(seed());
+  Bufs b(x, dev);
+  b.upload(x);
+  MPI_Request p = MPI_REQUEST_NULL;
+  set_phase("%s on a communicator without any call before", init.c_str());
+  ok = rc_ok(x.call(Form::Persistent, b.sp(), b.rp(), &p), init, x.ctx) && ok;
+  for (int k = 0; k < 3 && p != MPI_REQUEST_NULL; ++k) {
+    x.inputs(seed());
+    b.upload(x);
+    const std::vector<unsigned char> ref = reference(x, &ok);
+    const long long before = gcoll_library_counter("async_engine_calls");
+    ok = rc_ok(MPI_Start(&p), "MPI_Start", x.ctx) && ok;
+    const long long after = gcoll_library_counter("async_engine_calls");
+    ok = rc_ok(MPI_Wait(&p, MPI_STATUS_IGNORE), "MPI_Wait", x.ctx) && ok;
+    ok = compare(x, b, ref, init + " start " + std::to_string(k + 1) + " + MPI_Wait") && ok;
+    if (after != before + 1) {
+      report("MPI_Start %d of %s on a new communicator: the engine did not take it (async_engine_calls %lld -> %lld)",
+             k + 1, init.c_str(), before, after);
+      ok = false;
+    }
+  }
+  if (p != MPI_REQUEST_NULL) ok = rc_ok(MPI_Request_free(&p), "MPI_Request_free", x.ctx) && ok;
   EXPECT_ALL_RANKS(ok);
 }
 

@@ -127,6 +127,18 @@ void wait_note_node(int ranks, int cpus) {
 
 int wait_process_cpus() { return static_facts().cores; }
 
+bool wait_spare_core_per_rank() {
+  if (wait_mode() == WaitMode::Spin) return true;
+  if (wait_mode() == WaitMode::Sleep) return false;
+  {
+    std::lock_guard<std::mutex> lk(g_node_mu);
+    if (g_node_ranks == 0 || static_cast<long long>(g_node_cpus) < 2LL * g_node_ranks) return false;
+  }
+  return !wait_oversubscribed();
+}
+
+void wait_sleep_us(int us) { sleep_us(us); }
+
 bool wait_oversubscribed() {
   if (static_oversubscribed()) return true;
   const std::int64_t t = now_ns();

@@ -46,6 +46,14 @@ void wait_note_node(int ranks, int cpus);
 // The CPUs this process may run on (sched_getaffinity; all online CPUs if unknown).
 int wait_process_cpus();
 
+// Whether a helper thread of each rank (the progress thread, coll/async_queue.h) may keep
+// a CPU busy while it waits for work: GCOLL_WAIT=spin, or (auto, yield) every rank of the
+// most crowded node communicator seen has a second CPU of its own (node CPUs >= 2 x node
+// ranks) and auto sees no oversubscription (wait_oversubscribed). Never under sleep.
+bool wait_spare_core_per_rank();
+// nanosleep for `us` microseconds (the kernel's timer slack added).
+void wait_sleep_us(int us);
+
 // What auto decides from (for gcoll_info, logs and tests).
 struct WaitFacts {
   int cores = 0;            // CPUs this process may run on

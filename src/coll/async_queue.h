@@ -16,6 +16,15 @@
 // call, team_call.h: team_async_call), and the application's thread completes the request
 // (pmpi/requests.h). Every signal is blocked in it, so that the application's handlers run
 // on the application's threads as before.
+//
+// Waiting for work (a hand-off costs a wake-up only after a quiet spell): after its last op
+// the thread watches the queue without sleeping on the condition variable, so that
+// starting an op costs no system call: with a core to spare per rank
+// (base/wait.h: wait_spare_core_per_rank) it polls with the WaitPolicy (spinning, then
+// yielding; an op started while it spins is taken within a microsecond), otherwise it
+// polls between sleeps of 16 to 128 us (a completion call that waits meanwhile runs the op
+// itself: run_here). After kWatchMs without work it sleeps on the condition variable, and
+// the next submit wakes it.
 #pragma once
 
 #include <atomic>
@@ -55,7 +64,11 @@ class AsyncQueue {
   bool run_here(Team *team, EngineOp *op);
 
  private:
+  static constexpr int kWatchMs = 10;  // the thread watches the queue this long after its last op
+
+ private:
   void loop(Team *team);
+  void watch();  // until an op is queued or the queue stops, at most kWatchMs
   void ran(EngineOp *op, Status st);
   std::mutex mu_;
   std::condition_variable cv_;
@@ -63,7 +76,10 @@ class AsyncQueue {
   std::thread thread_;
   bool stop_ = false;
   bool running_ = false;  // an op is running (on the thread, or on a completion call's)
+  bool asleep_ = false;   // the thread waits on cv_ (a submit or the end of a run wakes it)
   std::atomic<int> pending_{0};
+  std::atomic<int> queued_{0};          // q_.size(), for watch()
+  std::atomic<bool> stopping_{false};   // stop_, for watch()
 };
 
 // Threads started so far (stats, tests).

@@ -8,6 +8,52 @@
 
 namespace gcoll {
 
+namespace {
+
+// Whether the engine takes a call whose kinds the ranks agreed to be `cm` (decide.h): the
+// same on every rank.
+bool engine_kind(const Team *cs, const CallMemory &cm) {
+  DispatchInput in;
+  in.host_buffers_engine = cs->host_engine;
+  in.engine_supports = true;
+  in.mem = cm.mem;
+  in.device_engine = cm.device_engine;
+  return decide(in) == Path::Engine;
+}
+
+// The rule of the nonblocking and persistent forms, given the agreed kinds and the engine
+// (set up): the progress thread runs `op` (Engine; its arguments' memory set), or the
+// MPI's call of the form does (Mpi), or the device space is not ready yet (NotReady).
+// Rank-uniform: every input is.
+enum class AsyncPath { Engine, Mpi, NotReady };
+AsyncPath async_path(const Team *cs, const Engine &e, EngineOp *op, const CallMemory &cm) {
+  if (!engine_kind(cs, cm)) return AsyncPath::Mpi;
+  op->args.mem = cm.mem == CallMem::Device ? MemKind::Device : MemKind::Host;
+  op->args.zero_copy = cm.zero_copy;
+  if (op->args.mem == MemKind::Device && e.device_state != Engine::DeviceState::Ready) return AsyncPath::NotReady;
+  return e.takes_without_mpi(op->args) ? AsyncPath::Engine : AsyncPath::Mpi;
+}
+
+// `op` entered on this rank's buffers and queued on the communicator's progress thread.
+Status queue(Team *cs, std::shared_ptr<EngineOp> op, const LocalMemory &lm, const CallMemory &cm, Buffers bufs,
+             std::shared_ptr<EngineOp> *out, std::string *why) {
+  Status st = op->enter(cs, lm, cm, bufs);
+  if (!ok(st)) {
+    *why = op->why();
+    return st;
+  }
+  op->team = cs;
+  st = cs->async.submit(cs, op);
+  if (!ok(st)) {
+    *why = "no progress thread could be started";
+    return st;
+  }
+  *out = std::move(op);
+  return Status::Ok;
+}
+
+}  // namespace
+
 Status Team::run_engine(const CollArgs &a, int gpu, EngineRecord *rec, bool on_app_thread) {
   Engine *e = nullptr;
   if (!on_app_thread) {
@@ -50,9 +96,7 @@ void Team::settle_async_wants() {
   bool any_engine = false;
   for (std::size_t i = 0; i < wants.size(); ++i) {
     if (!ok(agree_memory_slow(this, wants[i].coll, wants[i].bytes, wants[i].lm, &answers[i]))) return;
-    const CallMemory &cm = answers[i];
-    any_engine = any_engine || (cm.mem == CallMem::Host && host_engine) ||
-                 (cm.mem == CallMem::Device && cm.device_engine);
+    any_engine = any_engine || engine_kind(this, answers[i]);
   }
   if (!any_engine) return;
   EngineSettings es;
@@ -85,6 +129,7 @@ LocalMemory packed_memory(const LocalMemory &lm, bool packed_send, bool packed_r
 }
 
 
+
 Status team_async_start(Team *cs, std::shared_ptr<EngineOp> op, Buffers bufs, std::shared_ptr<EngineOp> *out,
                         std::string *why) {
   out->reset();
@@ -115,30 +160,49 @@ Status team_async_start(Team *cs, std::shared_ptr<EngineOp> op, Buffers bufs, st
   };
   Engine *e = cs->engine.peek();
   if (!known || !e) return want();
-  DispatchInput in;
-  in.host_buffers_engine = cs->host_engine;
-  in.engine_supports = true;
-  in.local_device = lm.device;
-  in.mem = cm.mem;
-  in.device_engine = cm.device_engine;
-  if (decide(in) != Path::Engine) return Status::Ok;
-  op->args.mem = cm.mem == CallMem::Device ? MemKind::Device : MemKind::Host;
-  op->args.zero_copy = cm.zero_copy;
-  if (op->args.mem == MemKind::Device && e->device_state != Engine::DeviceState::Ready) return want();
-  if (!e->takes_without_mpi(op->args)) return Status::Ok;
-  Status st = op->enter(cs, lm, cm, bufs);
-  if (!ok(st)) {
-    *why = op->why();
-    return st;
+  switch (async_path(cs, *e, op.get(), cm)) {
+    case AsyncPath::Mpi: return Status::Ok;
+    case AsyncPath::NotReady: return want();
+    case AsyncPath::Engine: break;
   }
-  op->team = cs;
-  st = cs->async.submit(cs, op);
-  if (!ok(st)) {
-    *why = "no progress thread could be started";
-    return st;
+  return queue(cs, std::move(op), lm, cm, bufs, out, why);
+}
+
+void team_persistent_init(Team *cs, EngineOp *tmpl, Buffers bufs, PersistentPath *out) {
+  *out = PersistentPath();
+  // (The caller made the communicator's first agreement: the template exists only once
+  // GCOLL_PROGRESS_THREAD is agreed on.)
+  const void *ptrs[2] = {bufs.send, bufs.recv};
+  LocalMemory lm = classify_call(&cs->memo, ptrs, cs->device);
+  CallMemory cm;
+  if (cs->uniform_memory) {
+    if (!ok(agree_memory_slow(cs, tmpl->args.coll, tmpl->args.bytes(), lm, &cm))) return;  // local
+  } else if (!ok(agree_memory_now(cs, lm, &cm))) {
+    return;  // (every rank alike)
   }
-  *out = std::move(op);
-  return Status::Ok;
+  if (!engine_kind(cs, cm)) return;
+  WaitCallScope in_call;  // the MPI keeps progressing in the setup's waits (base/wait.h)
+  cs->async.drain();      // (the engine's state is the queue's until then)
+  EngineSettings es;
+  es.usable = cs->engine_settings;
+  es.timeout_s = cs->timeout_s;
+  Engine *e = nullptr;
+  if (!ok(cs->engine.get(cs->comm, cs->inter, cs->id, es, &e))) return;
+  if (cm.mem == CallMem::Device) {
+    if (e->prepare_device(cs->device >= 0 ? cs->device : lm.ordinal) == Status::ErrComm) return;
+    if (e->device >= 0) cs->device = e->device;
+    lm = classify_call(&cs->memo, ptrs, cs->device);  // (against the engine's GPU, now known)
+  }
+  out->engine = async_path(cs, *e, tmpl, cm) == AsyncPath::Engine;
+  out->lm = lm;
+  out->cm = cm;
+}
+
+Status team_persistent_start(Team *cs, const EngineOp &tmpl, const PersistentPath &path, Buffers bufs,
+                             std::shared_ptr<EngineOp> *out, std::string *why) {
+  out->reset();
+  if (!path.engine) return Status::Ok;
+  return queue(cs, tmpl.fresh(), path.lm, path.cm, bufs, out, why);
 }
 
 }  // namespace gcoll

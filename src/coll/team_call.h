@@ -179,9 +179,9 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
 // The engine's arguments of a nonblocking or persistent call (`prepare`: the argument
 // file's), kept for its start(s): nullptr where the engine can never take it on this
 // communicator (rank-uniform: the arguments MPI requires to match, the settings).
-// `agreed`: only once the communicator's settings are agreed (a persistent call: where
-// no rank can hold device memory and host buffers go to the MPI, its handle stays the
-// MPI's own).
+// `agreed`: only once the communicator's settings are agreed (a persistent call, whose
+// _init agrees them first: where no rank can hold device memory and host buffers go to
+// the MPI, its handle stays the MPI's own).
 template <class Prepare>
 inline std::shared_ptr<EngineOp> team_async_prepare(Team *cs, Coll coll, Prepare &&prepare, bool agreed = false) {
   if (!cs || cs->without_gcoll || (cs->gpu >= 0 && !cs->progress_thread)) return nullptr;
@@ -194,12 +194,35 @@ inline std::shared_ptr<EngineOp> team_async_prepare(Team *cs, Coll coll, Prepare
   return op;
 }
 
-// One start of a prepared call (a nonblocking call's only one; each MPI_Start of a
-// persistent one, on a copy of what _init prepared): Ok with *out set: entered on this
-// rank's buffers and queued; Ok with *out empty: not the engine's this time; an error:
-// this rank's own failure to enter (*why), before anything was queued.
+// A nonblocking call's start, by the rule above: Ok with *out set: entered on this rank's
+// buffers and queued; Ok with *out empty: not the engine's this time; an error: this
+// rank's own failure to enter (*why), before anything was queued.
 Status team_async_start(Team *cs, std::shared_ptr<EngineOp> op, Buffers bufs, std::shared_ptr<EngineOp> *out,
                         std::string *why);
+
+// A persistent call's path, decided once at its _init for all its starts.
+struct PersistentPath {
+  bool engine = false;  // every start through the engine (progress thread); else the MPI's request
+  LocalMemory lm;       // this rank's buffers' kinds
+  CallMemory cm;        // the kinds the ranks agreed at the _init
+};
+
+// At a persistent call's _init (`tmpl`: team_async_prepare's, on a communicator whose
+// settings are agreed). Collective: MPI-4.0 makes the _init of a persistent collective
+// blocking and nonlocal, ordered with the communicator's other collectives, so what its
+// starts need is agreed here, for this call's own buffers: the memory kinds (one small
+// exchange), the engine's setup and, for device memory, its device space. Then the path
+// of every start is known (`*out`), the same on every rank: each MPI_Start queues the op
+// (team_persistent_start) or starts the MPI's persistent request, with nothing more to
+// decide, agree or set up (a persistent call on a communicator that never made a
+// blocking call takes the engine from its first start).
+void team_persistent_init(Team *cs, EngineOp *tmpl, Buffers bufs, PersistentPath *out);
+
+// One start of a persistent call `path` says the engine takes: a copy of `tmpl` entered
+// on this rank's buffers and queued (*out). Ok with *out empty: the MPI's (path.engine
+// false). An error: this rank's own failure to enter (*why), before anything was queued.
+Status team_persistent_start(Team *cs, const EngineOp &tmpl, const PersistentPath &path, Buffers bufs,
+                             std::shared_ptr<EngineOp> *out, std::string *why);
 
 template <class Prepare>
 inline Status team_async_call(Team *cs, Coll coll, Buffers bufs, Prepare &&prepare, std::shared_ptr<EngineOp> *out,

@@ -153,6 +153,30 @@ CallMemory from_bits(int bits, bool device_engine) {
 
 }  // namespace
 
+namespace {
+// Every rank's kind bits, OR-ed (one flag per bit, the maximum of each). Collective.
+Status or_bits(Team *cs, int *bits) {
+  process_stats().count(Counter::Agreements);
+  long long flag[4];
+  for (int b = 0; b < 4; ++b) flag[b] = (*bits >> b) & 1;
+  MpiBootstrap boot(cs->comm);
+  if (!ok(boot.max(flag, 4))) return Status::ErrComm;
+  *bits = 0;
+  for (int b = 0; b < 4; ++b) *bits |= flag[b] ? 1 << b : 0;
+  return Status::Ok;
+}
+}  // namespace
+
+Status agree_memory_now(Team *cs, const LocalMemory &lm, CallMemory *out) {
+  if (cs->gpu < 0) agree_once(cs);
+  int bits = bits_of(lm);
+  if (cs->gpu == 0) bits = kHost;
+  else if (!cs->uniform_memory && !ok(or_bits(cs, &bits))) return Status::ErrComm;
+  *out = from_bits(bits, cs->device_engine);
+  out->agreed_now = cs->gpu != 0 && !cs->uniform_memory;
+  return Status::Ok;
+}
+
 Status agree_memory_slow(Team *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out) {
   if (cs->gpu < 0) agree_once(cs);
   int bits = bits_of(lm);
@@ -163,17 +187,10 @@ Status agree_memory_slow(Team *cs, Coll coll, std::size_t bytes, const LocalMemo
     Team::AgreedKind &k = cs->agreed[static_cast<int>(coll)][size_class(bytes)];
     const std::uint64_t n = k.calls++;
     if (n == k.next) {
-      process_stats().count(Counter::Agreements);
-      // One flag per bit, the maximum of each: the bits' OR.
-      long long flag[4];
-      for (int b = 0; b < 4; ++b) flag[b] = (bits >> b) & 1;
-      MpiBootstrap boot(cs->comm);
-      if (!ok(boot.max(flag, 4))) {
+      if (!ok(or_bits(cs, &bits))) {
         k.next = k.calls;  // agree again next time (every rank that got here alike)
         return Status::ErrComm;
       }
-      bits = 0;
-      for (int b = 0; b < 4; ++b) bits |= flag[b] ? 1 << b : 0;
       const std::uint64_t most = static_cast<std::uint64_t>(std::max(cs->agree_interval, 1));
       k.interval = bits == k.bits ? std::min(std::max<std::uint64_t>(k.interval, 1) * 2, most) : 1;
       k.bits = bits;

@@ -68,6 +68,10 @@ void agree_once(Team *cs);
 // Collective: every rank must call it for the same calls (engine_supports is
 // rank-uniform), before any byte moves.
 Status agree_memory_slow(Team *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out);
+// The same for one call, agreed now whatever the table says, the table left as it was: a
+// persistent call's _init, whose buffers are its own (team_call.h: team_persistent_init).
+// Collective.
+Status agree_memory_now(Team *cs, const LocalMemory &lm, CallMemory *out);
 inline Status agree_memory(Team *cs, Coll coll, std::size_t bytes, const LocalMemory &lm, CallMemory *out) {
   // Between agreements (almost every call): the last answer, nothing else.
   if (cs->gpu > 0 && !cs->uniform_memory) {

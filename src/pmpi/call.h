@@ -67,9 +67,9 @@ inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Pr
 // generalized request of gcoll's (MPI_Grequest_start), which the completion calls complete
 // once the thread has run the op (pmpi/requests.h).
 int engine_request(MPI_Request *request);
-// A persistent call's handle of gcoll's around the MPI's persistent request `inner`
-// (pmpi/requests.h: RequestOp::inner): into *request; MPI_SUCCESS or the MPI's error.
-int engine_capable_request(RequestOp *op, MPI_Request inner, MPI_Request *request);
+// A persistent call's handle of gcoll's, for one whose starts the engine runs
+// (pmpi/requests.h: RequestOp::self_tag): into *request; MPI_SUCCESS or the MPI's error.
+int engine_persistent_request(RequestOp *op, MPI_Request *request);
 
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs,
@@ -117,6 +117,40 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
       errno = app_errno;
       GCOLL_TRACE("%s: engine, on the progress thread", func);
       return MPI_SUCCESS;
+    }
+  }
+  // A persistent call: its path is decided at the _init, for every start, by every rank
+  // alike whatever its own GCOLL_PROGRESS_THREAD (the setting is agreed, here at the
+  // communicator's first call if this is it; team_call.h: team_persistent_init, collective
+  // as MPI-4.0 makes the _init). Where the engine runs every start, the application's
+  // handle is gcoll's own and the MPI makes no request.
+  if (persistent && form.request) {
+    CommState *cs = nullptr;
+    if (!ok(comm_state(comm, &cs)) || (cs && cs->inter)) cs = nullptr;
+    if (cs && cs->gpu < 0) agree_once(cs);
+    if (std::shared_ptr<EngineOp> tmpl = team_async_prepare(cs, coll, prepare, true)) {
+      std::unique_ptr<RequestOp> op(new RequestOp);
+      team_persistent_init(cs, tmpl.get(), bufs, &op->persistent_path);
+      if (op->persistent_path.engine) {
+        const int rc = engine_persistent_request(op.get(), form.request);
+        if (rc != MPI_SUCCESS) {
+          stats.record(line, Path::Error, 0);
+          return raise_error(comm, Status::ErrInternal, func,
+                             "gcoll could not make the persistent request (its handle on MPI_COMM_SELF)");
+        }
+        op->engine_template = std::move(tmpl);
+        op->team = cs;
+        op->bufs = bufs;
+        op->comm = comm;
+        op->coll = line;
+        op->path = Path::Engine;
+        op->bytes = bytes(true);
+        op->persistent = true;
+        track_request(*form.request, std::move(op));
+        errno = app_errno;
+        GCOLL_TRACE("%s: every start through the engine, on the progress thread", func);
+        return MPI_SUCCESS;
+      }
     }
   }
   const void *ptrs[2] = {bufs.send, bufs.recv};
@@ -172,23 +206,6 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
   }
   // Persistent host calls are kept too: each start is counted.
   if (persistent && !op) op.reset(new RequestOp);
-  // A persistent call the engine may take at its starts (each start decides, as a
-  // nonblocking call does): the application gets gcoll's own persistent handle and the
-  // MPI's request stays inside for the starts the engine does not take (pmpi/requests.h).
-  if (engine_forms && persistent && form.request && *form.request != MPI_REQUEST_NULL) {
-    CommState *cs = nullptr;
-    if (!ok(comm_state(comm, &cs)) || (cs && cs->inter)) cs = nullptr;
-    if (std::shared_ptr<EngineOp> tmpl = team_async_prepare(cs, coll, prepare, true)) {
-      MPI_Request inner = *form.request;
-      if (engine_capable_request(op.get(), inner, form.request) == MPI_SUCCESS) {
-        op->engine_template = std::move(tmpl);
-        op->team = cs;
-        op->bufs = bufs;
-      } else {
-        *form.request = inner;  // no handle of gcoll's: the MPI's own, as before
-      }
-    }
-  }
   if (op && form.request && *form.request != MPI_REQUEST_NULL) {
     op->comm = comm;
     op->coll = line;

@@ -105,13 +105,12 @@ void signal_end(RequestOp *op) {
 }
 }  // namespace
 
-int engine_capable_request(RequestOp *op, MPI_Request inner, MPI_Request *request) {
+int engine_persistent_request(RequestOp *op, MPI_Request *request) {
   const MPI_Comm self = self_comm();
   if (self == MPI_COMM_NULL || !op) return MPI_ERR_INTERN;
   const int tag = g_next_tag.fetch_add(1, std::memory_order_relaxed) & 0x7fff;  // MPI_TAG_UB >= 32767
   const int rc = PMPI_Recv_init(nullptr, 0, MPI_BYTE, 0, tag, self, request);
   if (rc != MPI_SUCCESS) return rc;
-  op->inner = inner;
   op->self_tag = tag;
   return MPI_SUCCESS;
 }
@@ -121,17 +120,12 @@ void Watch::settle() {
     RequestOp *op = ops_[k].second.get();
     if (!op || op->greq_done) continue;
     if (op->self_tag >= 0) {
-      // A persistent handle of gcoll's: its activation's end (the engine op run, or the
-      // MPI's request complete) is signalled once.
+      // A persistent handle of gcoll's: its activation's end (the engine op run) is
+      // signalled once.
       if (!op->active) continue;
       std::lock_guard<std::mutex> g(op->mu);
       if (op->greq_done || !op->active) continue;
-      int flag = 0;
-      if (op->engine)
-        flag = op->engine->done.load(std::memory_order_acquire);
-      else if (op->inner_active && PMPI_Test(&op->inner, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-        flag = 1;  // (its error: the results are not copied back; the completion call says so)
-      if (flag) signal_end(op);
+      if (!op->engine || op->engine->done.load(std::memory_order_acquire)) signal_end(op);
       continue;
     }
     if (!op->engine || !op->engine->done.load(std::memory_order_acquire)) continue;
@@ -222,10 +216,7 @@ int Watch::completed(int i) {
     if (op->engine && op->active && !op->finished) r = finish_engine(op);
     op->active = false;
     op->finished = false;
-    if (op->self_tag >= 0) {  // the next start decides again
-      op->engine.reset();
-      op->inner_active = false;
-    }
+    if (op->self_tag >= 0) op->engine.reset();  // the next start queues a new one
   }
   const MPI_Comm comm = op->comm;
   const Coll coll = op->coll;
@@ -271,27 +262,15 @@ int Watch::started(int i, const char *func) {
     process_stats().record(op->coll, op->path, op->bytes);
     return MPI_SUCCESS;
   }
-  // gcoll's handle is started (its receive posted): this start's path, as a nonblocking
-  // call's (team_call.h: team_async_start, the same on every rank).
+  // gcoll's handle is started (its receive posted): the engine op of this start, queued
+  // (the path was decided at the _init: team_call.h, team_persistent_init).
   op->active = true;
   std::shared_ptr<EngineOp> eop;
   std::string why;
-  Status st = team_async_start(op->team, op->engine_template->fresh(), op->bufs, &eop, &why);
-  int rc = MPI_SUCCESS;
+  const Status st = team_persistent_start(op->team, *op->engine_template, op->persistent_path, op->bufs, &eop, &why);
   if (ok(st) && eop) {
     op->engine = std::move(eop);
     process_stats().record(op->coll, Path::Engine, op->bytes);
-    return MPI_SUCCESS;
-  }
-  if (ok(st) && op->stager && !op->stager->start()) {
-    const StagedResult r = op->stager->result(MPI_SUCCESS);
-    st = r.status;
-    why = r.why;
-  }
-  if (ok(st)) rc = PMPI_Start(&op->inner);
-  if (ok(st) && rc == MPI_SUCCESS) {
-    op->inner_active = true;
-    process_stats().record(op->coll, op->path, op->bytes);
     return MPI_SUCCESS;
   }
   // Nothing started: the handle ends at once (its completion copies nothing back).
@@ -301,14 +280,13 @@ int Watch::started(int i, const char *func) {
     op->active = false;
   }
   process_stats().record(op->coll, Path::Error, 0);
-  if (!ok(st)) return raise_error(op->comm, st, func, why.c_str());
-  return rc;
+  return raise_error(op->comm, ok(st) ? Status::ErrInternal : st, func,
+                     ok(st) ? "the persistent collective's engine op could not be made" : why.c_str());
 }
 
 void Watch::freed(int i) {
   RequestOp *op = this->op(i);
   if (!op) return;
-  if (op->inner != MPI_REQUEST_NULL) PMPI_Request_free(&op->inner);
   drop(handle(i), op);
   for (auto &e : ops_)
     if (e.first == i) e.second.reset();

@@ -26,6 +26,7 @@
 #include "base/stats.h"
 #include "coll/engine_op.h"
 #include "coll/team.h"
+#include "coll/team_call.h"
 #include "coll/staged.h"
 
 namespace gcoll {
@@ -45,18 +46,17 @@ struct RequestOp {
   std::shared_ptr<EngineOp> engine;
   bool greq_done = false;          // MPI_Grequest_complete was called (nonblocking), or the
                                    // activation's end signalled (persistent, below)
-  // A persistent call the engine may take (call.h): each MPI_Start decides, as a
-  // nonblocking call does, between the engine (an EngineOp made from engine_template) and
-  // the MPI's persistent request `inner` (host buffers, or the stager's host copies). The
+  // A persistent call whose _init decided that the engine runs every start (call.h;
+  // coll/team_call.h: team_persistent_init): each MPI_Start queues an EngineOp made from
+  // engine_template with `persistent_path`'s memory kinds; the MPI has no request for it. The
   // application's handle is gcoll's: a persistent zero-byte receive on a private
   // duplicate of MPI_COMM_SELF with its own tag (`self_tag`), started at each MPI_Start
-  // and matched by a zero-byte send of gcoll's once the activation is done (engine op run,
-  // or `inner` complete), inside a completion call (Watch::settle). So the MPI itself
-  // completes and restarts it in every completion call, mixed with any request.
+  // and matched by a zero-byte send of gcoll's once the start's engine op has run, inside
+  // a completion call (Watch::settle). So the MPI itself completes and restarts it in
+  // every completion call, mixed with any request.
   std::shared_ptr<EngineOp> engine_template;
-  MPI_Request inner = MPI_REQUEST_NULL;
+  PersistentPath persistent_path;
   int self_tag = -1;
-  bool inner_active = false;       // this activation is `inner`'s
   struct Team *team = nullptr;
   Buffers bufs;
   std::mutex mu;                   // the copies back (completion calls of several threads)

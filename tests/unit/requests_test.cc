@@ -38,8 +38,7 @@ TEST(Requests, PersistentHandlePendingWhileActiveAndNotSignalled) {
   EXPECT_FALSE(engine_pending(op));
   op.greq_done = false;
   op.engine.reset();
-  op.inner_active = true;
-  EXPECT_TRUE(engine_pending(op)) << "this start is the MPI's request: settled once it completes";
+  EXPECT_TRUE(engine_pending(op)) << "active, its end not yet signalled";
 }
 
 TEST(Requests, MpisOwnRequestsAreNeverPending) {
