@@ -264,7 +264,16 @@ TEST(Harness, CollectivesResolveToGcoll) {
 }  // namespace gct
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  // GCOLLTEST_THREAD_MULTIPLE=1: MPI_Init_thread asking for MPI_THREAD_MULTIPLE (the
+  // progress thread then runs the engine's calls across nodes too: coll/team.h, thread_mpi).
+  const char *tm = getenv("GCOLLTEST_THREAD_MULTIPLE");
+  if (tm && strcmp(tm, "1") == 0) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (provided != MPI_THREAD_MULTIPLE) fprintf(stderr, "harness: the MPI granted thread level %d, not MPI_THREAD_MULTIPLE\n", provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   PMPI_Comm_rank(MPI_COMM_WORLD, &gct::g_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &gct::g_size);
   // Correctness tests check return codes themselves; the error-handling tests set

@@ -231,7 +231,7 @@ topo_step
 
 # ---- A: without MPS, the essentials ------------------------------------------------------------
 mps_off
-ctest_group A-nomps 150 '^(gpu\.(kernels|colls\.np[34]|colls\.vnodes2\.pipelined\.np4|nonblocking\.(default|engine)\.np4|nonblocking\.threads\.np3|mpi\.default\.np4|stats\.engine\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
+ctest_group A-nomps 150 '^(gpu\.(kernels|colls\.np[34]|colls\.vnodes2\.pipelined\.np4|nonblocking\.(default|engine|engine_vnodes2)\.np4|nonblocking\.threads\.np3|mpi\.default\.np4|stats\.engine\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
 
 # ---- B: with MPS -------------------------------------------------------------------------------
 if mps_on; then
@@ -247,6 +247,7 @@ if mps_on; then
     compare_step "F-$b" 40 --bench "$b" --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
   done
   compare_step F-osu_iallreduce 40 --bench osu_iallreduce --env GCOLL_PROGRESS_THREAD=on --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 50 -x 5 -T mpi_float
+  compare_step F-osu_iallreduce-vnodes2 40 --bench osu_iallreduce --env GCOLL_PROGRESS_THREAD=on --env GCOLL_RANKS_PER_NODE=2 --env OMPI_MPI_THREAD_LEVEL=3 --baseline-env OMPI_MPI_THREAD_LEVEL=3 --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 50 -x 5 -T mpi_float
   compare_step F-osu_allreduce_persistent 30 --bench osu_allreduce_persistent --env GCOLL_PROGRESS_THREAD=on --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 200 -x 20 -T mpi_float
   compare_step F-osu_allreduce_persistent-host-engine 30 --bench osu_allreduce_persistent --np 4 --reps 2 --env GCOLL_PROGRESS_THREAD=on --env GCOLL_HOST_BUFFERS=engine -- -m 8:1048576 -i 200 -x 20 -T mpi_float
   compare_step F-osu_allreduce-host-engine 30 --bench osu_allreduce --np 4 --reps 2 --env GCOLL_HOST_BUFFERS=engine -- -m 8:1048576 -i 200 -x 20 -T mpi_float

@@ -147,8 +147,10 @@ const std::vector<SettingDef> kSettings = {
     {"GCOLL_PROGRESS_THREAD", SettingType::Enum, "off", "on|off",
      "Nonblocking and persistent collectives (MPI_Iallreduce, ...) through gcoll's engine (off by default until "
      "a GPU run validates it without MPS and with persistent calls): on = where the engine takes the blocking form's "
-     "call (device buffers, or host buffers with GCOLL_HOST_BUFFERS=engine) on one node, a "
-     "thread per communicator (started at its first such call, ended with it; it never calls the MPI) runs "
+     "call (device buffers, or host buffers with GCOLL_HOST_BUFFERS=engine) on one node (across nodes too where "
+     "every rank's MPI granted MPI_THREAD_MULTIPLE), a "
+     "thread per communicator (started at its first such call, ended with it; it calls the MPI only under "
+     "MPI_THREAD_MULTIPLE) runs "
      "them while the application computes; off = they go to the MPI's own nonblocking call (device buffers "
      "staged through host memory). Persistent collectives (MPI_Allreduce_init, ...) alike, decided at each "
      "MPI_Start.",

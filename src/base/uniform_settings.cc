@@ -17,7 +17,7 @@ namespace {
 // First, because a shorter message overwrites the start of the exchange; very negative,
 // because the exchange is a maximum: nearly any other bits there are larger and show.
 // kMagic: this build's.
-enum : int { kProtocol = 0, kMagic = 1, kGpu = 2, kTimeoutMin = 3, kFirstSetting = 4 };
+enum : int { kProtocol = 0, kMagic = 1, kGpu = 2, kTimeoutMin = 3, kThreadMultiple = 4, kFirstSetting = 5 };
 constexpr long long kProtocolWord = LLONG_MIN + 0x67636f6c6cLL;  // "gcoll"
 
 // Differs between builds (a rank running another gcoll, or one whose GCOLL_ENABLE=0 made
@@ -119,12 +119,13 @@ std::string format_size(std::uint64_t bytes) {
   return std::to_string(v) + (u >= 0 ? units[u] : "");
 }
 
-std::vector<long long> uniform_vote(const EnvList &effective, bool gpu_usable) {
+std::vector<long long> uniform_vote(const EnvList &effective, bool gpu_usable, bool thread_multiple) {
   const auto defs = uniform_defs();
   std::vector<long long> v(kFirstSetting + defs.size(), 0);
   v[kProtocol] = kProtocolWord;
   v[kMagic] = magic();
   v[kGpu] = gpu_usable ? 1 : 0;
+  v[kThreadMultiple] = thread_multiple ? 1 : 0;
   v[kTimeoutMin] = LLONG_MAX;  // none
   for (std::size_t i = 0; i < defs.size(); ++i) {
     std::string text = defs[i]->default_value;
@@ -162,6 +163,7 @@ AgreedSettings agreed_settings(const std::vector<long long> &lo, const std::vect
   };
   long long l, h;
   a.gpu = hi[kGpu] > 0;
+  a.thread_multiple = lo[kThreadMultiple] == 1;
   at("GCOLL_HOST_BUFFERS", 0, 0, &l, &h);
   a.host_engine = l == 1;  // "mpi|engine": engine on every rank
   at("GCOLL_DEVICE_BUFFERS", 0, 0, &l, &h);

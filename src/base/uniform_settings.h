@@ -33,6 +33,7 @@ struct AgreedSettings {
   bool device_engine = true;   // GCOLL_DEVICE_BUFFERS=engine on every rank
   bool uniform_memory = false; // GCOLL_UNIFORM_MEMORY=1 on every rank
   bool progress_thread = false; // GCOLL_PROGRESS_THREAD=on on every rank
+  bool thread_multiple = false; // the MPI granted MPI_THREAD_MULTIPLE on every rank
   int agree_interval = 1;      // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)
   int timeout_s = 0;           // GCOLL_TIMEOUT: the smallest nonzero value (0: none anywhere)
   bool engine = true;          // the settings that shape the engine's schedules are equal
@@ -40,8 +41,9 @@ struct AgreedSettings {
 };
 
 // This rank's vote, from its settings (`effective`: parse_config's, every setting's value
-// as a string) and whether it can hold device memory at all.
-std::vector<long long> uniform_vote(const EnvList &effective, bool gpu_usable);
+// as a string), whether it can hold device memory at all, and whether its MPI granted
+// MPI_THREAD_MULTIPLE (MPI_Query_thread).
+std::vector<long long> uniform_vote(const EnvList &effective, bool gpu_usable, bool thread_multiple = false);
 // The outcome, from the minimum and the maximum of every vote entry over the ranks.
 AgreedSettings agreed_settings(const std::vector<long long> &lo, const std::vector<long long> &hi);
 // "GCOLL_X differs between the ranks of a communicator (A to B): outcome".

@@ -11,9 +11,13 @@
 // depends on this rank) and never enter a completion call of ours; the MPI would progress
 // its own nonblocking collective there, and only a thread of ours can do the same.
 //
-// The thread never calls the MPI: the engine takes a nonblocking call only where its run
-// needs no MPI call (one node; the engine and its memory space already set up by a blocking
-// call, team_call.h: team_async_call), and the application's thread completes the request
+// The thread calls the MPI only where every rank's MPI granted MPI_THREAD_MULTIPLE
+// (Team::thread_mpi): then it also runs calls across nodes, whose closing agreements go
+// over the MPI on gcoll's own communicators (the rails', Engine::agree_comm), and keeps the
+// MPI progressing in the engine's waits. Otherwise the engine takes a nonblocking call
+// only where its run needs no MPI call (one node). Either way the engine and its memory
+// space were set up before, by a blocking call or a persistent call's _init (team_call.h:
+// team_async_call), and the application's thread completes the request
 // (pmpi/requests.h). Every signal is blocked in it, so that the application's handlers run
 // on the application's threads as before.
 //

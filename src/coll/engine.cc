@@ -174,6 +174,7 @@ EngineSlot::~EngineSlot() {
   int finalized = 0;
   PMPI_Finalized(&finalized);
   if (finalized) return;  // (engine_ goes now: nothing can be waited for after MPI_Finalize)
+  if (engine_->agree_comm != MPI_COMM_NULL) PMPI_Comm_free(&engine_->agree_comm);  // (no call is running)
   // The rails this rank talks over: the host rail, and the device engine's rail between
   // islands (its device rail is a view of one of these groups). Every member of a rail
   // communicator has the same engine, and retires it when it frees the communicator.
@@ -341,10 +342,19 @@ Status Engine::create_device_space(int gpu) {
   if (!ok(st) && st != Status::NotSupported)
     warn_shared(SharedWarning::DeviceEngineSetup,
                 "device engine setup failed (%s); device buffers on this communicator are staged", status_name(st));
-  long long neg[2] = {ok(st) ? -1 : 0, -direct_ok};
+  // Across nodes, the closing agreements' own communicator (agree_comm): kept where every
+  // rank has it.
+  MPI_Comm dup = MPI_COMM_NULL;
+  if (t.num_nodes > 1 && PMPI_Comm_dup(comm, &dup) != MPI_SUCCESS) dup = MPI_COMM_NULL;
+  long long neg[3] = {ok(st) ? -1 : 0, -direct_ok, dup != MPI_COMM_NULL ? -1 : 0};
   MpiBootstrap boot(comm);
-  if (!ok(agree_setup(boot, neg, 2))) return Status::ErrComm;
-  const int v[2] = {static_cast<int>(-neg[0]), static_cast<int>(-neg[1])};
+  if (!ok(agree_setup(boot, neg, 3))) {
+    if (dup != MPI_COMM_NULL) PMPI_Comm_free(&dup);
+    return Status::ErrComm;
+  }
+  const int v[3] = {static_cast<int>(-neg[0]), static_cast<int>(-neg[1]), static_cast<int>(-neg[2])};
+  if (dup != MPI_COMM_NULL && (!v[0] || !v[2])) PMPI_Comm_free(&dup);
+  agree_comm = dup;
   if (!v[0]) {
     device_space.reset();
     return Status::NotSupported;
@@ -421,7 +431,7 @@ Status Engine::prepare_device(int gpu) {
   return st == Status::ErrComm ? st : Status::Ok;
 }
 
-bool Engine::takes_without_mpi(const CollArgs &a) const {
+bool Engine::takes_async(const CollArgs &a, bool mpi) const {
   const MemSpace *sp = nullptr;
   const Topology *t = &topo;
   if (a.mem == MemKind::Host) {
@@ -431,7 +441,8 @@ bool Engine::takes_without_mpi(const CollArgs &a) const {
     sp = device_space.get();
     t = device_topo;
   }
-  if (!sp || t->num_nodes != 1) return false;
+  if (!sp) return false;
+  if (t->num_nodes != 1 && (!mpi || (a.mem == MemKind::Device && agree_comm == MPI_COMM_NULL))) return false;
   CollArgs call = a;
   call.fused = a.mem == MemKind::Device && sp->can_fuse();
   call.time_sliced = a.mem == MemKind::Device && sp->time_sliced();
@@ -470,7 +481,7 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
     // every rank instead of leaving other nodes with a result that lacks its part. It
     // progresses UCX while it waits, as the barrier below does.
     hidden_mpi_call();
-    st = ucx::progress_agree(comm, st, timeout_s);
+    st = ucx::progress_agree(agree_comm != MPI_COMM_NULL ? agree_comm : comm, st, timeout_s);
   } else if (ok(st) && rail && rail_message_bound(a, topo.size) >= kRendezvousMinBytes) {
     hidden_mpi_call();
     st = ucx::progress_barrier(topo.rail_comm, timeout_s);

@@ -57,13 +57,21 @@ struct Engine {
   // The device space on GPU `gpu`, created (collectively) if it was not tried yet: what a
   // first device call does before it runs. ErrComm where the ranks could not agree.
   Status prepare_device(int gpu);
-  // Whether run() would take the call without any collective setup or any MPI call: its
-  // memory space exists, the call's topology is one node (calls across nodes end with
-  // agreements over the MPI), and an algorithm other than @staged is selected. Rank-uniform
-  // (all of it was agreed); changes nothing (the progress thread may be inside run()).
-  bool takes_without_mpi(const CollArgs &a) const;
+  // Whether run() would take the call on the progress thread: without any collective
+  // setup (its memory space exists), an algorithm other than @staged selected, and either
+  // the call's topology is one node (no MPI call at all) or `mpi` (the thread may call the
+  // MPI: MPI_THREAD_MULTIPLE agreed) and the agreements that end calls across nodes go over
+  // communicators nobody else uses (the rails'; agree_comm for device memory).
+  // Rank-uniform (all of it was agreed); changes nothing (the progress thread may be
+  // inside run()).
+  bool takes_async(const CollArgs &a, bool mpi) const;
 
   MPI_Comm comm = MPI_COMM_NULL;           // the communicator it serves (the application's)
+  // Device calls across nodes end with an agreement of the whole communicator: over this
+  // private duplicate of `comm` (made with the device space, on every rank or none), so
+  // that the progress thread may make it while the application calls collectives on
+  // `comm` (one communicator's collectives must be started in one order on every rank).
+  MPI_Comm agree_comm = MPI_COMM_NULL;
   std::uint64_t id = 0;                    // the communicator's number in the logs
   Topology topo;
   std::unique_ptr<MemSpace> host_space;    // node memory space for host buffers

@@ -1,6 +1,7 @@
 #include "coll/team.h"
 
 #include <cstring>
+#include <optional>
 
 #include "base/wait.h"
 #include "coll/team_memory.h"
@@ -31,7 +32,7 @@ AsyncPath async_path(const Team *cs, const Engine &e, EngineOp *op, const CallMe
   op->args.mem = cm.mem == CallMem::Device ? MemKind::Device : MemKind::Host;
   op->args.zero_copy = cm.zero_copy;
   if (op->args.mem == MemKind::Device && e.device_state != Engine::DeviceState::Ready) return AsyncPath::NotReady;
-  return e.takes_without_mpi(op->args) ? AsyncPath::Engine : AsyncPath::Mpi;
+  return e.takes_async(op->args, cs->thread_mpi) ? AsyncPath::Engine : AsyncPath::Mpi;
 }
 
 // `op` entered on this rank's buffers and queued on the communicator's progress thread.
@@ -58,9 +59,13 @@ Status Team::run_engine(const CollArgs &a, int gpu, EngineRecord *rec, bool on_a
   Engine *e = nullptr;
   if (!on_app_thread) {
     // The progress thread: the engine is set up (team_async_call takes nothing else), and
-    // nothing here calls the MPI.
+    // nothing here calls the MPI, unless every rank's MPI granted MPI_THREAD_MULTIPLE
+    // (thread_mpi: calls across nodes end with agreements over the MPI, and the engine's
+    // waits keep the MPI progressing, as on the application's thread).
     e = engine.peek();
     if (!e) return Status::ErrInternal;
+    std::optional<WaitCallScope> in_call;
+    if (thread_mpi) in_call.emplace();
     const Status st = e->run(a, gpu, rec);
     if (st != Status::NotSupported) seq.fetch_add(1, std::memory_order_relaxed);
     return st;

@@ -65,6 +65,10 @@ struct Team {
 
   // The nonblocking forms through the engine (team_call.h: team_async_call).
   bool progress_thread = false;  // GCOLL_PROGRESS_THREAD=on on every rank (agreed)
+  // ... and every rank's MPI granted MPI_THREAD_MULTIPLE (agreed): the progress thread may
+  // call the MPI, so it also runs the engine's calls across nodes (and islands), whose
+  // closing agreements go over the MPI.
+  bool thread_mpi = false;
   // What the nonblocking calls since the last blocking one lacked to take the engine: an
   // agreement of their key's memory kinds, or the engine's setup (both collective, so
   // never made inside a nonblocking call). The next blocking call on the communicator
@@ -84,7 +88,7 @@ struct Team {
   // MPI (host buffers) or to the staged path (device). On the application's thread it
   // first waits for the nonblocking calls still queued on the progress thread (one engine
   // call at a time, in the order they were started) and keeps the MPI progressing while
-  // it waits (base/wait.h); on the progress thread it never calls the MPI.
+  // it waits (base/wait.h); on the progress thread it calls the MPI only under thread_mpi.
   Status run_engine(const CollArgs &a, int device, EngineRecord *rec, bool on_app_thread = true);
 };
 

@@ -166,7 +166,8 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
 // same order on this communicator, so that every rank decides alike:
 //   - the communicator's settings (its first call), GCOLL_PROGRESS_THREAD=on everywhere;
 //   - the engine set up, with the memory space the call needs, and the call's topology one
-//     node (Engine::takes_without_mpi: the progress thread never calls the MPI);
+//     node, or several where every rank's MPI granted MPI_THREAD_MULTIPLE (Team::thread_mpi;
+//     Engine::takes_async: only then may the progress thread call the MPI);
 //   - the memory kinds: host where no rank can hold device memory, this rank's own under
 //     GCOLL_UNIFORM_MEMORY, else the answer of the last agreement of the same collective
 //     and size class (agree_memory's table; read, not advanced);

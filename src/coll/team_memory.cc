@@ -92,7 +92,10 @@ int bits_of(const LocalMemory &lm) {
 // outcome its table entry names, the same on every rank.
 void agree_once(Team *cs) {
   MpiBootstrap boot(cs->comm);
-  const std::vector<long long> mine = uniform_vote(process_config().effective, cuda::usable());
+  int provided = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&provided);
+  const std::vector<long long> mine =
+      uniform_vote(process_config().effective, cuda::usable(), provided == MPI_THREAD_MULTIPLE);
   std::vector<long long> lo(mine.size()), hi(mine.size());
   AgreedSettings a;
   const Status st = min_max(boot, mine.data(), static_cast<int>(mine.size()), lo.data(), hi.data());
@@ -118,6 +121,7 @@ void agree_once(Team *cs) {
   }
   cs->gpu = a.gpu ? 1 : 0;
   cs->progress_thread = a.progress_thread;
+  cs->thread_mpi = a.progress_thread && a.thread_multiple;
   cs->host_engine = a.host_engine;
   cs->uniform_memory = a.uniform_memory;
   cs->device_engine = a.device_engine;

@@ -16,7 +16,8 @@ namespace {
 
 // What each of n ranks agrees, given each rank's GCOLL_* variables (through the real
 // parser and the in-process bootstrap).
-std::vector<AgreedSettings> agree(const std::vector<EnvList> &envs, const std::vector<bool> &gpu = {}) {
+std::vector<AgreedSettings> agree(const std::vector<EnvList> &envs, const std::vector<bool> &gpu = {},
+                                  const std::vector<bool> &thread_multiple = {}) {
   const int n = static_cast<int>(envs.size());
   InProcBootstrapGroup group(n);
   std::vector<AgreedSettings> out(static_cast<std::size_t>(n));
@@ -26,7 +27,8 @@ std::vector<AgreedSettings> agree(const std::vector<EnvList> &envs, const std::v
       auto b = group.member(r);
       const ParsedConfig pc = parse_config(envs[static_cast<std::size_t>(r)]);
       const bool g = gpu.empty() ? false : gpu[static_cast<std::size_t>(r)];
-      const std::vector<long long> mine = uniform_vote(pc.effective, g);
+      const bool tm = thread_multiple.empty() ? false : thread_multiple[static_cast<std::size_t>(r)];
+      const std::vector<long long> mine = uniform_vote(pc.effective, g, tm);
       std::vector<long long> lo(mine.size()), hi(mine.size());
       ASSERT_EQ(min_max(*b, mine.data(), static_cast<int>(mine.size()), lo.data(), hi.data()), Status::Ok);
       out[static_cast<std::size_t>(r)] = agreed_settings(lo, hi);
@@ -42,11 +44,26 @@ void expect_same(const std::vector<AgreedSettings> &v) {
     EXPECT_EQ(a.host_engine, v[0].host_engine);
     EXPECT_EQ(a.device_engine, v[0].device_engine);
     EXPECT_EQ(a.uniform_memory, v[0].uniform_memory);
+    EXPECT_EQ(a.thread_multiple, v[0].thread_multiple);
     EXPECT_EQ(a.agree_interval, v[0].agree_interval);
     EXPECT_EQ(a.timeout_s, v[0].timeout_s);
     EXPECT_EQ(a.engine, v[0].engine);
     EXPECT_EQ(a.differences.size(), v[0].differences.size());
   }
+}
+
+// The progress thread may call the MPI (and so run calls across nodes) only where every
+// rank's MPI granted MPI_THREAD_MULTIPLE.
+TEST(UniformSettings, ThreadMultipleOnlyWhereEveryRankHasIt) {
+  const EnvList e;
+  auto v = agree({e, e, e}, {}, {true, true, true});
+  expect_same(v);
+  EXPECT_TRUE(v[0].thread_multiple);
+  EXPECT_TRUE(v[0].differences.empty());
+  v = agree({e, e, e}, {}, {true, false, true});
+  expect_same(v);
+  EXPECT_FALSE(v[0].thread_multiple);
+  EXPECT_FALSE(agree({e, e}, {})[0].thread_multiple);
 }
 
 TEST(UniformSettings, EqualSettingsAgreeWithoutDifferences) {
