@@ -40,11 +40,11 @@ function(gcoll_add_mpi_test)
   gcoll_mpiexec_env(xargs ${envs})
   add_test(NAME ${T_NAME}
            COMMAND ${T_LAUNCHER} ${MPIEXEC_EXECUTABLE} ${GCOLL_MPIEXEC_FLAGS} -np ${T_NP} ${xargs} ${T_COMMAND})
-  # PROCESSORS: a job of 6 ranks or more counts as 2, so that `ctest -j 2` (CI: 2 cores)
-  # runs it alone; smaller ones run two at a time.
+  # PROCESSORS: a job of 6 ranks or more counts as 3, so that `ctest -j 3` (CI: 2 cores,
+  # scripts/test.sh) runs it alone; smaller ones run three at a time.
   set(procs 1)
   if(T_NP GREATER_EQUAL 6)
-    set(procs 2)
+    set(procs 3)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES
     TIMEOUT ${T_TIMEOUT}
@@ -52,3 +52,15 @@ function(gcoll_add_mpi_test)
     LABELS "mpi;${T_LABELS}"
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;MPIR_CVAR_CH4_PROGRESS_THROTTLE=0")
 endfunction()
+
+# GCOLL_GPU_TEST_LOCK: what the tests that use the GPU add to their properties. Where a GPU
+# is visible when the build is configured (/dev/nvidia<N>), RESOURCE_LOCK gcoll_gpu: they
+# share it and run one at a time. Without one (CI) they run on the emulated GPU, CPU work
+# like any other test's: no lock, so that `ctest -j` spreads them over its slots (they were
+# a chain of about 7 minutes of CI's 2-core time, one at a time, before 2026-11-28).
+file(GLOB _gcoll_nvidia_devices /dev/nvidia[0-9]*)
+if(_gcoll_nvidia_devices)
+  set(GCOLL_GPU_TEST_LOCK RESOURCE_LOCK gcoll_gpu)
+else()
+  set(GCOLL_GPU_TEST_LOCK)
+endif()
