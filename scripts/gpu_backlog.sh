@@ -12,7 +12,8 @@
 #          stats; the process with and without gcoll where the real driver and NVML are
 #          loaded (invisible.*: host buffers; issue 28); the nonblocking and persistent
 #          forms on device buffers (gpu.nonblocking.*: completed through every completion
-#          call, threads; issue 29)
+#          call, threads; issue 29); the stream-ordered calls, proxy thread and
+#          host-synchronous (gpu.stream.*: issue 30)
 #   B      with MPS (the script's own daemon): the fused one-shot's protocol (gpu.fused.*),
 #          the default suite (GCOLL_DEVICE_FUSED=auto: fused under MPS) at np 2, 4, 8,
 #          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
@@ -23,7 +24,9 @@
 #   F      (with MPS) compare.py --device cuda, np 4, against the staged MPI: the issue 23
 #          collectives (osu_reduce, osu_reduce_scatter, osu_alltoall, osu_allgatherv) on one
 #          node, and issue 29's osu_iallreduce (overlap at 1 MiB) and the persistent 8-byte
-#          allreduce (osu_allreduce_persistent: MPI_Start against the blocking call)
+#          allreduce (osu_allreduce_persistent: MPI_Start against the blocking call), issue
+#          30's stream-ordered allreduce (osu_allreduce_enqueue: 100 calls back to back, one
+#          stream synchronization, against osu_allreduce -d cuda)
 #   E      (with MPS) the issue 13 benchmark: 64 MiB allreduce, np 4, on 2 x 2 virtual nodes
 #          direct (UCX wheel) and pipelined, on one node, and the staged MPI alone
 #   D      benchmarks/small_calls.py build-gpu --mps on (host row + device row under MPS,
@@ -231,7 +234,7 @@ topo_step
 
 # ---- A: without MPS, the essentials ------------------------------------------------------------
 mps_off
-ctest_group A-nomps 150 '^(gpu\.(kernels|colls\.np[34]|colls\.vnodes2\.pipelined\.np4|nonblocking\.(default|engine|engine_vnodes2)\.np4|nonblocking\.threads\.np3|mpi\.default\.np4|stats\.engine\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
+ctest_group A-nomps 150 '^(gpu\.(kernels|colls\.np[34]|colls\.vnodes2\.pipelined\.np4|nonblocking\.(default|engine|engine_vnodes2)\.np4|nonblocking\.threads\.np3|stream\.(sync|proxy)\.np4|mpi\.default\.np4|stats\.engine\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
 
 # ---- B: with MPS -------------------------------------------------------------------------------
 if mps_on; then
@@ -241,7 +244,7 @@ if mps_on; then
     -T mpi_float -i 20 -x 5 >"$W/B0-info.txt" 2>&1
   say "B0 (osu_allreduce -c, GCOLL_DEBUG=INFO): exit $?"
   grep -m4 -E 'device engine|fused' "$W/B0-info.txt" | sed 's/^/    /' >>"$SUM"
-  ctest_group B0-mps 100 '^gpu\.(colls\..*|nonblocking\..*|fused\.np4)$'
+  ctest_group B0-mps 100 '^gpu\.(colls\..*|nonblocking\..*|stream\..*|fused\.np4)$'
   # ---- F: the issue 23 collectives and issue 29's nonblocking/persistent benchmarks --------------
   for b in osu_reduce osu_reduce_scatter osu_alltoall osu_allgatherv; do
     compare_step "F-$b" 40 --bench "$b" --device cuda --np 4 --reps 2 -- -m 8:4194304 -i 50 -x 5 -T mpi_float
@@ -250,6 +253,7 @@ if mps_on; then
   compare_step F-osu_iallreduce-vnodes2 40 --bench osu_iallreduce --env GCOLL_PROGRESS_THREAD=on --env GCOLL_RANKS_PER_NODE=2 --env OMPI_MPI_THREAD_LEVEL=3 --baseline-env OMPI_MPI_THREAD_LEVEL=3 --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 50 -x 5 -T mpi_float
   compare_step F-osu_allreduce_persistent 30 --bench osu_allreduce_persistent --env GCOLL_PROGRESS_THREAD=on --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 200 -x 20 -T mpi_float
   compare_step F-osu_allreduce_persistent-host-engine 30 --bench osu_allreduce_persistent --np 4 --reps 2 --env GCOLL_PROGRESS_THREAD=on --env GCOLL_HOST_BUFFERS=engine -- -m 8:1048576 -i 200 -x 20 -T mpi_float
+  compare_step F-osu_allreduce_enqueue 40 --bench osu_allreduce_enqueue --device cuda --np 4 --reps 2 -- -m 8:1048576 -i 100 -x 10 -T mpi_float
   compare_step F-osu_allreduce-host-engine 30 --bench osu_allreduce --np 4 --reps 2 --env GCOLL_HOST_BUFFERS=engine -- -m 8:1048576 -i 200 -x 20 -T mpi_float
   # ---- C: the direct way, UCX with CUDA support (the wheel) --------------------------------------
   if [ -f .ucx-cuda/libucx/lib/libucp.so.0 ]; then

@@ -7,6 +7,8 @@
 #     gpu.threads.rpn{0,2}.np4 (device buffers on the emulated GPU on odd threads);
 #   - mpi.nonblocking.threads_engine.np3: the same thread test's nonblocking calls through
 #     the engine's progress threads (coll/async_queue.h);
+#   - gpu.stream.proxy.np3: stream-ordered calls (MPIX_<Name>_enqueue) on the stream
+#     communicators' proxy threads (coll/stream_queue.h), on the emulated GPU;
 #   - with GCOLL_TSAN_UCX=1, gcoll's UCX transport alone used from two threads
 #     (ucx_mt_np2_default, ucx_mt_np4_tcp: about 10 s more; the engine test above already
 #     drives it from 4 threads);
@@ -74,6 +76,12 @@ mpi_tests='engine\.threads\..*|mpi\.nonblocking\.threads_engine\.np3'
 if have_target gcoll_gpu_threads; then
   targets+=(gcoll_gpu_threads gcoll_gpu_probe)
   mpi_tests+='|gpu\.threads\..*'
+fi
+# (gpu.stream.proxy.np3: the stream communicators' proxy threads, the emulated streams'
+# threads running their host functions and waits, the application's thread; issue 30)
+if have_target gcoll_stream_test; then
+  targets+=(gcoll_stream_test gcoll_gpu_probe)
+  mpi_tests+='|gpu\.stream\.proxy\.np3'
 fi
 if [ "${GCOLL_TSAN_UCX:-0}" = 1 ] && have_target ucx_test; then
   targets+=(ucx_test)

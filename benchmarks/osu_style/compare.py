@@ -22,6 +22,12 @@ from the command line alone) and whatever --baseline-env says.
 --device cuda: baseline = the benchmark with `-d cuda --staged` (device buffers
 copied through host memory around MPI), gcoll = `-d cuda` with the preload.
 
+osu_allreduce_enqueue (MPIX_Allreduce_enqueue) has no MPI-alone baseline: the MPI alone
+has no enqueue API under Open MPI. Both variants run under gcoll (--env, the preload),
+always with `-d cuda`: the baseline is the blocking osu_allreduce -d cuda (a barrier
+after every call), the other osu_allreduce_enqueue: "blocking(us)" vs "enqueue(us)",
+speedup = blocking / enqueue. On a machine without a GPU add --env GCOLL_CUDA=emulate.
+
 Needs Open MPI's mpirun (`-x VAR=VALUE`), python3 (standard library only) and,
 for the PNG, gnuplot (Debian: gnuplot-nox). Without gnuplot the PNG is skipped
 with a warning.
@@ -49,10 +55,13 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 BENCHES = ("osu_allreduce", "osu_bcast", "osu_allgather", "osu_reduce_scatter_block", "osu_reduce",
            "osu_reduce_scatter", "osu_alltoall", "osu_allgatherv", "osu_gather", "osu_scatter",
            "osu_iallreduce", "osu_ibcast", "osu_iallgather", "osu_ireduce_scatter", "osu_ialltoall",
-           "osu_allreduce_persistent")
+           "osu_allreduce_persistent", "osu_allreduce_enqueue")
 # OMB's nonblocking benchmarks: their table is Overall / Compute / Pure Comm. / Overlap
 NONBLOCKING = ("osu_iallreduce", "osu_ibcast", "osu_iallgather", "osu_ireduce_scatter",
                "osu_ialltoall")
+# stream-ordered (MPIX_*_enqueue): both variants under gcoll; the baseline runs the
+# blocking collective (collective(bench)) with -d cuda
+ENQUEUE = ("osu_allreduce_enqueue",)
 LAT = "Avg Latency(us)"
 OVERALL = "Overall(us)"
 COMM = "Pure Comm.(us)"
@@ -147,12 +156,13 @@ def latency_column(columns):
 # ---- measures ----------------------------------------------------------------------
 
 def collective(bench):
-    """The blocking benchmark of the same collective: osu_iallreduce and
-    osu_allreduce_persistent -> osu_allreduce."""
+    """The blocking benchmark of the same collective: osu_iallreduce,
+    osu_allreduce_persistent and osu_allreduce_enqueue -> osu_allreduce."""
     if bench in NONBLOCKING:
         bench = "osu_" + bench[len("osu_i"):]
-    if bench.endswith("_persistent"):
-        bench = bench[:-len("_persistent")]
+    for suffix in ("_persistent", "_enqueue"):
+        if bench.endswith(suffix):
+            bench = bench[:-len(suffix)]
     return bench
 
 
@@ -290,19 +300,23 @@ def _kv(s):
 
 def mpirun_command(args, variant):
     bench_args = list(args.bench_args)
+    # an ENQUEUE benchmark: the baseline is the blocking collective, under gcoll too
+    under_gcoll = variant == "gcoll" or args.bench in ENQUEUE
+    bench = args.bench if variant == "gcoll" else (collective(args.bench) if args.bench in ENQUEUE
+                                                   else args.bench)
     if args.device == "cuda":
-        bench_args = ["-d", "cuda"] + (["--staged"] if variant == "baseline" else []) + bench_args
+        bench_args = ["-d", "cuda"] + ([] if under_gcoll else ["--staged"]) + bench_args
     cmd = [args.mpirun, "-np", str(args.np)]
     extra = list(args.mpirun_args)
     if args.np > (os.cpu_count() or 1) and "--oversubscribe" not in extra:
         extra.append("--oversubscribe")
     cmd += extra
-    envs = args.env if variant == "gcoll" else args.baseline_env
+    envs = args.env if under_gcoll else args.baseline_env
     for kv in envs:
         cmd += ["-x", kv]
-    if variant == "gcoll":
+    if under_gcoll:
         cmd += ["-x", "LD_PRELOAD=" + args.lib]
-    cmd.append(os.path.join(args.bin_dir, args.bench))
+    cmd.append(os.path.join(args.bin_dir, bench))
     return cmd + bench_args
 
 
@@ -367,9 +381,11 @@ def fmt_size(n):
     return str(n)
 
 
-def format_table(summary, show_dtype):
+def format_table(summary, show_dtype, names=("baseline", "gcoll")):
     """Blocking: latency, speedup and busbw of both variants. Nonblocking: Overall(us)
-    (baseline(us), gcoll(us)), its speedup, then Pure Comm.(us) and Overlap(%) of both."""
+    (baseline(us), gcoll(us)), its speedup, then Pure Comm.(us) and Overlap(%) of both.
+    names: the two variants' names in the blocking table's header (an ENQUEUE benchmark:
+    blocking, enqueue)."""
     nonblocking = bool(summary) and summary[0].get("nonblocking")
     dt_head = "%-14s" % "Datatype" if show_dtype else ""
     if nonblocking:
@@ -377,9 +393,12 @@ def format_table(summary, show_dtype):
             "Size(B)", "baseline(us)", "gcoll(us)", "speedup", "base comm(us)",
             "gcoll comm(us)", "base ovlp(%)", "gcoll ovlp(%)")]
     else:
-        lines = [dt_head + "%-10s%14s%14s%10s%18s%18s" % (
-            "Size(B)", "baseline(us)", "gcoll(us)", "speedup", "base busbw(GB/s)",
-            "gcoll busbw(GB/s)")]
+        base = "base" if names[0] == "baseline" else names[0]
+        bw_heads = (base + " busbw(GB/s)", names[1] + " busbw(GB/s)")
+        bw_w = max(18, max(len(h) for h in bw_heads) + 1)
+        lines = [dt_head + "%-10s%14s%14s%10s%*s%*s" % (
+            "Size(B)", names[0] + "(us)", names[1] + "(us)", "speedup", bw_w, bw_heads[0],
+            bw_w, bw_heads[1])]
     for r in summary:
         dt = "%-14s" % r["datatype"] if show_dtype else ""
         if nonblocking:
@@ -388,9 +407,9 @@ def format_table(summary, show_dtype):
                 r["baseline_comm_us"], r["gcoll_comm_us"], r["baseline_overlap"],
                 r["gcoll_overlap"]))
         else:
-            lines.append(dt + "%-10d%14.2f%14.2f%10.2f%18.3f%18.3f" % (
+            lines.append(dt + "%-10d%14.2f%14.2f%10.2f%*.3f%*.3f" % (
                 r["size"], r["baseline_us"], r["gcoll_us"], r["speedup"],
-                r["baseline_busbw"], r["gcoll_busbw"]))
+                bw_w, r["baseline_busbw"], bw_w, r["gcoll_busbw"]))
     return "\n".join(lines)
 
 
@@ -573,6 +592,12 @@ def parse_args(argv):
     args.bench_args = bench_args
     args.bin_dir = os.path.abspath(args.bin_dir or os.path.join(args.build_dir, "bin"))
     args.lib = os.path.abspath(args.lib or os.path.join(args.build_dir, "lib", "libgcoll.so"))
+    if args.bench in ENQUEUE:
+        # device buffers only, both variants under gcoll (no MPI-alone baseline: see the
+        # docstring)
+        if args.baseline_env:
+            ap.error("%s has no baseline run: --baseline-env does not apply" % args.bench)
+        args.device = "cuda"
     if args.np < 2:
         ap.error("--np must be at least 2")
     if args.reps < 1:
@@ -618,10 +643,16 @@ def main(argv=None):
     title = runs["gcoll"][0]["title"] or args.bench
     base_label = "baseline (MPI%s)" % (", -d cuda --staged" if args.device == "cuda" else "")
     gcoll_label = "gcoll (LD_PRELOAD%s)" % (", -d cuda" if args.device == "cuda" else "")
+    names = ("baseline", "gcoll")
+    runs_said = "median of %d alternating runs each" % args.reps
+    if args.bench in ENQUEUE:
+        base_label = "blocking %s (gcoll, LD_PRELOAD, -d cuda)" % collective(args.bench)
+        gcoll_label = "MPIX_Allreduce_enqueue (gcoll, LD_PRELOAD, -d cuda)"
+        names = ("blocking", "enqueue")
     settings = " ".join(args.env) if args.env else "(defaults)"
     caption = [
-        "%s: %s vs %s, %d ranks, median of %d alternating runs each"
-        % (title, gcoll_label, base_label, args.np, args.reps),
+        "%s: %s vs %s, %d ranks, %s"
+        % (title, gcoll_label, base_label, args.np, runs_said),
         "machine: %s, %s, %s cores | MPI: %s"
         % (info["hostname"], info["cpu"], info["cores"], info["mpi"]),
         "gcoll settings: %s%s | gcoll commit %s"
@@ -630,7 +661,7 @@ def main(argv=None):
         "benchmark arguments: %s" % (" ".join(args.bench_args) or "(none)"),
     ]
     dtypes = {r["datatype"] for r in summary}
-    table = format_table(summary, show_dtype=len(dtypes) > 1)
+    table = format_table(summary, show_dtype=len(dtypes) > 1, names=names)
     header = "\n".join("# " + c for c in caption)
     text = header + "\n" + table + "\n"
     print(text, end="")

@@ -30,41 +30,6 @@ static void call_staged(osu_ctx *c, int count) {
   osu_to_device(c, c->rbuf, c->hr, bytes);
 }
 
-/* input of rank r at index i: (r + i + seed) mod m, small enough for an exact sum */
-static long input(long m, int r, size_t i, int seed) {
-  return (long)(((size_t)r + i + (size_t)seed) % (size_t)m);
-}
-
-static void fill(osu_ctx *c, int count, int seed) {
-  size_t bytes = (size_t)count * c->type->size;
-  long m = osu_reduce_modulus(c->type, c->nprocs);
-  void *in = c->opt->in_place ? c->hr : c->hs;
-  for (size_t i = 0; i < (size_t)count; i++) osu_set(c->type, in, i, input(m, c->rank, i, seed));
-  if (c->opt->in_place) {
-    osu_to_device(c, c->rbuf, c->hr, bytes);
-  } else {
-    osu_to_device(c, c->sbuf, c->hs, bytes);
-    for (size_t i = 0; i < (size_t)count; i++) osu_set(c->type, c->hr, i, OSU_SENTINEL);
-    osu_to_device(c, c->rbuf, c->hr, bytes);
-  }
-}
-
-static long check(osu_ctx *c, int count, int seed) {
-  size_t bytes = (size_t)count * c->type->size;
-  long m = osu_reduce_modulus(c->type, c->nprocs);
-  osu_to_host(c, c->hr, c->rbuf, bytes);
-  long errors = 0;
-  for (size_t i = 0; i < (size_t)count; i++) {
-    long want = 0;
-    for (int r = 0; r < c->nprocs; r++) want += input(m, r, i, seed);
-    if (osu_get(c->type, c->hr, i) != (double)want) errors++;
-  }
-  return errors;
-}
-
-/* in place, every call adds the ranks' results again */
-static int repeatable(const osu_ctx *c) { return !c->opt->in_place; }
-
 int main(int argc, char **argv) {
   static const osu_bench bench = {
       .name = "osu_allreduce",
@@ -77,9 +42,9 @@ int main(int argc, char **argv) {
       .bus_factor = bus_factor,
       .call = call,
       .call_staged = call_staged,
-      .fill = fill,
-      .check = check,
-      .repeatable = repeatable,
+      .fill = osu_allreduce_fill,
+      .check = osu_allreduce_check,
+      .repeatable = osu_allreduce_repeatable,
   };
   return osu_main(&bench, argc, argv);
 }

@@ -97,6 +97,41 @@ long osu_reduce_modulus(const osu_type *t, int nprocs) {
   return (long)m;
 }
 
+/* ---- the allreduce benchmarks' validation ----------------------------------------- */
+
+static long allreduce_input(long m, int r, size_t i, int seed) {
+  return (long)(((size_t)r + i + (size_t)seed) % (size_t)m);
+}
+
+void osu_allreduce_fill_with(osu_ctx *c, int count, int seed, osu_copy_fn to_device) {
+  size_t bytes = (size_t)count * c->type->size;
+  long m = osu_reduce_modulus(c->type, c->nprocs);
+  void *in = c->opt->in_place ? c->hr : c->hs;
+  for (size_t i = 0; i < (size_t)count; i++) osu_set(c->type, in, i, allreduce_input(m, c->rank, i, seed));
+  if (!c->opt->in_place) {
+    to_device(c, c->sbuf, c->hs, bytes);
+    for (size_t i = 0; i < (size_t)count; i++) osu_set(c->type, c->hr, i, OSU_SENTINEL);
+  }
+  to_device(c, c->rbuf, c->hr, bytes);
+}
+
+long osu_allreduce_check_with(osu_ctx *c, int count, int seed, osu_copy_fn to_host) {
+  size_t bytes = (size_t)count * c->type->size;
+  long m = osu_reduce_modulus(c->type, c->nprocs);
+  to_host(c, c->hr, c->rbuf, bytes);
+  long errors = 0;
+  for (size_t i = 0; i < (size_t)count; i++) {
+    long want = 0;
+    for (int r = 0; r < c->nprocs; r++) want += allreduce_input(m, r, i, seed);
+    if (osu_get(c->type, c->hr, i) != (double)want) errors++;
+  }
+  return errors;
+}
+
+void osu_allreduce_fill(osu_ctx *c, int count, int seed) { osu_allreduce_fill_with(c, count, seed, osu_to_device); }
+long osu_allreduce_check(osu_ctx *c, int count, int seed) { return osu_allreduce_check_with(c, count, seed, osu_to_host); }
+int osu_allreduce_repeatable(const osu_ctx *c) { return !c->opt->in_place; }
+
 /* ---- errors ---------------------------------------------------------------------- */
 
 static const char *osu_prog = "osu_benchmark";
@@ -112,14 +147,14 @@ void osu_mpi_check(int err, const char *what) {
 }
 
 #ifdef OSU_HAVE_CUDA
-static void osu_cuda_check(int e, const char *what) {
+void osu_gpu_check(int e, const char *what) {
   if (e == 0) return;
   fprintf(stderr, "%s: %s failed: %s (%s error %d)\n", osu_prog, what, gpu_error_string(e),
           gpu_mode_name(), e);
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
 }
-#define OSU_CUDA(call) osu_cuda_check((call), #call)
+#define OSU_CUDA(call) osu_gpu_check((call), #call)
 #endif
 
 /* ---- options --------------------------------------------------------------------- */
@@ -130,10 +165,11 @@ typedef struct {
   int has_arg;
   const char *help;      /* lines separated by '\n' */
   int which;             /* 0: every benchmark, 1: in-place ones, 2: rooted ones,
-                            3: blocking ones, 4: nonblocking ones */
+                            3: blocking ones, 4: nonblocking ones, 5: those with a
+                            thread level, 6: blocking ones with a barrier after each call */
 } osu_optdef;
 
-enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME };
+enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME, OPT_THREAD_LEVEL };
 
 static const osu_optdef osu_optdefs[] = {
     {'d', "accelerator", required_argument,
@@ -186,13 +222,18 @@ static const osu_optdef osu_optdefs[] = {
      "from the average latency)", 3},
     {0, "max-rank-time", OPT_MAX_RANK_TIME,
      "add a MaxRank Avg(us) column: for every iteration the slowest\n"
-     "rank's time, averaged over the iterations", 3},
+     "rank's time, averaged over the iterations", 6},
+    {0, "thread-level", OPT_THREAD_LEVEL,
+     "LEVEL - what MPI_Init_thread asks for: single, funneled,\n"
+     "serialized or multiple (default: the benchmark's)", 5},
 };
 #define OSU_NOPTDEFS ((int)(sizeof(osu_optdefs) / sizeof(osu_optdefs[0])))
 
 static int osu_optdef_applies(const osu_bench *b, const osu_optdef *d) {
   return d->which == 0 || (d->which == 1 && b->has_in_place) || (d->which == 2 && b->has_root) ||
-         (d->which == 3 && !b->nonblocking) || (d->which == 4 && b->nonblocking);
+         (d->which == 3 && !b->nonblocking) || (d->which == 4 && b->nonblocking) ||
+         (d->which == 5 && b->thread_level) ||
+         (d->which == 6 && !b->nonblocking && !b->back_to_back);
 }
 
 static void osu_print_help(const osu_bench *b) {
@@ -294,6 +335,7 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
   o->iterations_large = OSU_COLL_LOOP_LARGE;
   o->skip = OSU_COLL_SKIP_SMALL;
   o->skip_large = OSU_COLL_SKIP_LARGE;
+  o->thread_level = b->thread_level;
 
   char optstring[64] = "+:d:hvfm:i:x:M:cT:";
   if (b->has_in_place) strcat(optstring, "l");
@@ -305,7 +347,7 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
     const osu_optdef *d = &osu_optdefs[i];
     if (!osu_optdef_applies(b, d)) continue;
     longopts[nl].name = d->name;
-    longopts[nl].has_arg = d->opt ? d->has_arg : no_argument;
+    longopts[nl].has_arg = d->opt ? d->has_arg : d->has_arg == OPT_THREAD_LEVEL ? required_argument : no_argument;
     longopts[nl].flag = NULL;
     longopts[nl].val = d->opt ? d->opt : d->has_arg; /* long-only: OPT_* code */
     nl++;
@@ -411,6 +453,16 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
       case OPT_STAGED: o->staged = 1; break;
       case OPT_BUSBW: o->busbw = 1; break;
       case OPT_MAX_RANK_TIME: o->max_rank_time = 1; break;
+      case OPT_THREAD_LEVEL: {
+        const char *names[] = {"single", "funneled", "serialized", "multiple"};
+        const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED,
+                              MPI_THREAD_MULTIPLE};
+        int k = 0;
+        while (k < 4 && strcasecmp(optarg, names[k]) != 0) k++;
+        if (k == 4) return osu_bad(bad, word, "Invalid Thread Level (single, funneled, serialized, multiple)");
+        o->thread_level = levels[k];
+        break;
+      }
       case ':':
       default: {
         /* optopt names a short option; 0 means an unknown or incomplete long option */
@@ -561,9 +613,23 @@ static void osu_print_title(const osu_bench *b, const osu_options *o) {
           b->title, OSU_OMB_VERSION);
 }
 
+static const char *osu_thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "an unknown level";
+  }
+}
+
 static void osu_print_preamble(const osu_bench *b, const osu_options *o) {
   fprintf(stdout, "\n");
   osu_print_title(b, o);
+  if (b->note) fprintf(stdout, "# %s\n", b->note);
+  if (b->thread_level)
+    fprintf(stdout, "# MPI_Init_thread: asked for %s, granted %s.\n",
+            osu_thread_level_name(o->thread_level), osu_thread_level_name(o->thread_granted));
   if (o->staged)
     fprintf(stdout, "# Staged: device buffers copied to/from pinned host memory around each "
                     "MPI call (inside the timed call).\n");
@@ -706,6 +772,7 @@ static int osu_validate(osu_ctx *c, int count) {
     b->fill(c, count, 1 + k);
     OSU_MPI(MPI_Barrier(c->comm));
     osu_call(c, count);
+    if (b->flush) b->flush(c);
     local_errors += b->check(c, count, 1 + k);
   }
   return osu_agree(c->comm, c->nprocs, local_errors > 0 ? 1 : 0, MPI_SUM);
@@ -725,7 +792,21 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
 
   OSU_MPI(MPI_Barrier(c->comm));
   double timer = 0.0;
-  for (size_t i = 0; i < iters + skip; i++) {
+  if (b->back_to_back) {
+    /* the warmup, then the timed calls without barriers, timed as a whole */
+    for (size_t i = 0; i < skip; i++) osu_call(c, count);
+    if (b->flush) b->flush(c);
+    OSU_MPI(MPI_Barrier(c->comm));
+    double t_start = MPI_Wtime();
+    for (size_t i = 0; i < iters; i++) {
+      if (o->root_rotate) c->root = (int)(i % (size_t)c->nprocs);
+      osu_call(c, count);
+    }
+    if (b->flush) b->flush(c);
+    timer = MPI_Wtime() - t_start;
+    times = NULL;
+  }
+  for (size_t i = 0; !b->back_to_back && i < iters + skip; i++) {
     if (o->root_rotate) c->root = (int)(i % (size_t)c->nprocs);
     double t_start = MPI_Wtime();
     osu_call(c, count);
@@ -897,7 +978,11 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
   char dev_err[512] = "";
   int dev_failed = po == PO_OKAY ? osu_init_device(&opt, dev_err, sizeof dev_err) != 0 : 0;
 
-  OSU_MPI(MPI_Init(&argc, &argv));
+  int granted = MPI_THREAD_SINGLE;
+  if (b->thread_level)
+    OSU_MPI(MPI_Init_thread(&argc, &argv, po == PO_OKAY ? opt.thread_level : MPI_THREAD_SINGLE, &granted));
+  else
+    OSU_MPI(MPI_Init(&argc, &argv));
   int rank = 0, nprocs = 1;
   OSU_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OSU_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nprocs));
@@ -949,6 +1034,17 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
     MPI_Finalize();
     return EXIT_FAILURE;
   }
+  const char *refused = b->refuse ? b->refuse(&opt) : NULL;
+  first_failed = osu_agree(MPI_COMM_WORLD, nprocs, refused ? rank : INT_MAX, MPI_MIN);
+  if (first_failed != INT_MAX) {
+    if (rank == first_failed) {
+      fprintf(stderr, "%s: %s\n", b->name, refused);
+      fflush(stderr);
+    }
+    MPI_Finalize();
+    return EXIT_FAILURE;
+  }
+  if (b->thread_level) opt.thread_granted = osu_agree(MPI_COMM_WORLD, nprocs, granted, MPI_MIN);
 
   if (nprocs < 2) {
     if (rank == 0) fprintf(stderr, "This test requires at least two processes\n");
@@ -1001,6 +1097,7 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
   double *times = opt.max_rank_time ? (double *)malloc(max_iters * sizeof(double)) : NULL;
   if (opt.max_rank_time && !times) MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
 
+  if (b->setup) b->setup(&c);
   if (rank == 0) osu_print_preamble(b, &opt);
 
   int errors = 0;
@@ -1040,6 +1137,7 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
     }
   }
 
+  if (b->teardown) b->teardown(&c);
   free(times);
   osu_free(&opt, c.sbuf, 0);
   osu_free(&opt, c.rbuf, 0);

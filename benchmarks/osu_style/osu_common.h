@@ -60,6 +60,8 @@ typedef struct {
   int busbw;            /* --busbw */
   int max_rank_time;    /* --max-rank-time */
   int num_probes;       /* -t CALLS (nonblocking): MPI_Test calls during the dummy compute */
+  int thread_level;     /* --thread-level (benchmarks with osu_bench.thread_level) */
+  int thread_granted;   /* what MPI_Init_thread granted, the minimum over the ranks */
   size_t min_size, max_size, mem_limit;
   size_t iterations, iterations_large, skip, skip_large;
   int ntypes;
@@ -120,6 +122,23 @@ typedef struct osu_bench {
   /* Non-NULL: why this build cannot run the benchmark (an MPI without the call); it
      prints the title and this reason as a comment line, measures nothing, exits 0. */
   const char *unavailable;
+  /* Optional, for calls that complete later (stream-ordered ones):
+     back_to_back: the timed calls follow each other without a barrier and the loop is
+     timed as a whole (after the warmup and a barrier); --max-rank-time does not apply.
+     flush: with back_to_back, once after the warmup calls and once after the timed calls,
+     inside the timed interval; and after the call of each validation check. */
+  int back_to_back;
+  void (*flush)(osu_ctx *c);
+  /* Non-zero: MPI_Init_thread asks for this level (--thread-level asks for another) and a
+     comment line says the level granted (the minimum over the ranks). 0: MPI_Init. */
+  int thread_level;
+  const char *note; /* non-NULL: a comment line after the title */
+  /* After MPI_Init, on every rank, no collective calls: NULL, or why this process cannot
+     run the benchmark (the first such rank prints "name: reason", exit status 1). */
+  const char *(*refuse)(const osu_options *o);
+  /* Once, around all the sizes: after the buffers are made, before they are freed. */
+  void (*setup)(osu_ctx *c);
+  void (*teardown)(osu_ctx *c);
 } osu_bench;
 
 int osu_main(const osu_bench *bench, int argc, char **argv);
@@ -135,5 +154,23 @@ double osu_get(const osu_type *t, const void *buf, size_t i);
 #define OSU_SENTINEL 127
 /* Modulus m for reduction inputs v in [0, m): the sum over nprocs ranks stays exact. */
 long osu_reduce_modulus(const osu_type *t, int nprocs);
+
+/* The MPI_SUM allreduce benchmarks' validation (osu_allreduce, osu_iallreduce,
+ * osu_allreduce_persistent, osu_allreduce_enqueue): rank r's input at index i is
+ * (r + i + seed) mod osu_reduce_modulus, so every sum is exact; outputs get a sentinel.
+ * The _with forms move the bytes with `copy` (host <-> the benchmark's buffers) instead
+ * of osu_to_device / osu_to_host. repeatable: not in place (then every call adds the
+ * ranks' results again). */
+typedef void (*osu_copy_fn)(const osu_ctx *c, void *dst, const void *src, size_t bytes);
+void osu_allreduce_fill_with(osu_ctx *c, int count, int seed, osu_copy_fn to_device);
+long osu_allreduce_check_with(osu_ctx *c, int count, int seed, osu_copy_fn to_host);
+void osu_allreduce_fill(osu_ctx *c, int count, int seed);
+long osu_allreduce_check(osu_ctx *c, int count, int seed);
+int osu_allreduce_repeatable(const osu_ctx *c);
+#ifdef OSU_HAVE_CUDA
+/* a gpu_api.h call's status: non-zero aborts with its message */
+void osu_gpu_check(int e, const char *what);
+#define OSU_GPU(call) osu_gpu_check((call), #call)
+#endif
 
 #endif

@@ -177,6 +177,35 @@ class SummaryTest(unittest.TestCase):
         self.assertFalse(s[0]["nonblocking"])
         self.assertIn("busbw", compare.format_table(s, show_dtype=False).splitlines()[0])
 
+    def test_enqueue_summary(self):
+        # osu_allreduce_enqueue: both variants under gcoll with -d cuda; the baseline is
+        # the blocking osu_allreduce
+        cols = ["Size", "Avg Latency(us)", "Validation"]
+
+        def run(lat):
+            return {"blocks": [{"datatype": "MPI_FLOAT", "columns": cols,
+                                "rows": [{"Size": 64, "Avg Latency(us)": lat,
+                                          "Validation": "Pass"}]}]}
+        runs = {"baseline": [run(20.0), run(30.0), run(10.0)],
+                "gcoll": [run(5.0), run(4.0), run(6.0)]}
+        (r,) = compare.summarize("osu_allreduce_enqueue", 2, runs)
+        self.assertEqual((r["baseline_us"], r["gcoll_us"], r["speedup"]), (20.0, 5.0, 4.0))
+        self.assertEqual(compare.collective("osu_allreduce_enqueue"), "osu_allreduce")
+        args = compare.argparse.Namespace(
+            bench="osu_allreduce_enqueue", bench_args=["-c"], device="cuda", np=2,
+            mpirun="mpirun", mpirun_args=[], env=["GCOLL_CUDA=emulate"], baseline_env=[],
+            lib="/lib/libgcoll.so", bin_dir="/bin")
+        base = compare.mpirun_command(args, "baseline")
+        gcoll = compare.mpirun_command(args, "gcoll")
+        self.assertEqual(base[-4:], ["/bin/osu_allreduce", "-d", "cuda", "-c"])
+        self.assertEqual(gcoll[-4:], ["/bin/osu_allreduce_enqueue", "-d", "cuda", "-c"])
+        for cmd in (base, gcoll):
+            self.assertIn("LD_PRELOAD=/lib/libgcoll.so", cmd)
+            self.assertIn("GCOLL_CUDA=emulate", cmd)
+        head = compare.format_table([r], show_dtype=False, names=("blocking", "enqueue"))
+        self.assertIn("blocking(us)", head.splitlines()[0])
+        self.assertIn("enqueue(us)", head.splitlines()[0])
+
     def test_nonblocking_summary(self):
         cols = ["Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)"]
 

@@ -41,7 +41,10 @@ enum gcoll_emu_error {
   GCOLL_EMU_OK = 0,
   GCOLL_EMU_ERR_INACTIVE = 1, /* GCOLL_CUDA is not "emulate" in this process */
   GCOLL_EMU_ERR_NOMEM = 2,    /* allocation failed */
-  GCOLL_EMU_ERR_INVALID = 3   /* a pointer the emulation did not allocate, a bad kind, size or device */
+  GCOLL_EMU_ERR_INVALID = 3,  /* a pointer the emulation did not allocate, a bad kind, size, device
+                                 or stream */
+  GCOLL_EMU_ERR_NOT_READY = 4 /* gcoll_emu_stream_query: work queued on the stream has not completed
+                                 (cudaErrorNotReady); not a failure */
 };
 
 enum gcoll_emu_mem {
@@ -97,6 +100,32 @@ int gcoll_emu_memset(void *p, int value, size_t bytes);
 
 /* cudaDeviceSynchronize: waits until all queued work of this process is complete. */
 int gcoll_emu_device_synchronize(void);
+
+/* Streams. A stream argument of NULL is the legacy default stream (the one
+ * gcoll_emu_memcpy and gcoll_emu_memset use); any other must come from
+ * gcoll_emu_stream_create (GCOLL_EMU_ERR_INVALID otherwise). The streams run their work
+ * in order, later, after a random delay each (GCOLL_EMU_DELAY).
+ *
+ * cudaStreamCreateWithFlags(cudaStreamNonBlocking): a stream that never synchronises
+ * with the legacy one. */
+int gcoll_emu_stream_create(void **stream);
+/* cudaStreamDestroy; unlike CUDA, it returns only once the stream's queued work has run. */
+int gcoll_emu_stream_destroy(void *stream);
+/* cudaStreamSynchronize. */
+int gcoll_emu_stream_synchronize(void *stream);
+/* cudaStreamQuery: GCOLL_EMU_OK when everything queued on the stream has completed,
+ * GCOLL_EMU_ERR_NOT_READY when some has not. */
+int gcoll_emu_stream_query(void *stream);
+/* cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), with CUDA's asynchrony:
+ * between device, pinned and managed memory it returns at once and the bytes move when
+ * the stream gets there; from pageable host memory to the device the source is staged
+ * first (reusable at once); into pageable host memory it returns once the copy is done. */
+int gcoll_emu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
+/* cudaMemsetAsync(p, value, bytes, stream): returns at once. */
+int gcoll_emu_memset_async(void *p, int value, size_t bytes, void *stream);
+/* Test-only: keeps the stream busy for `microseconds` once it gets there (what a long
+ * kernel is on a GPU); returns at once. */
+int gcoll_emu_stream_sleep(void *stream, unsigned int microseconds);
 
 /* The kind (enum gcoll_emu_mem) of the allocation that contains p, or -1 for memory the
  * emulation did not allocate (plain host memory). */

@@ -40,6 +40,13 @@ static struct {
   int (*device_synchronize)(void);
   int (*pointer_kind)(const void *);
   const char *(*error_string)(int);
+  int (*stream_create)(void **);
+  int (*stream_destroy)(void *);
+  int (*stream_synchronize)(void *);
+  int (*stream_query)(void *);
+  int (*memcpy_async)(void *, const void *, size_t, void *);
+  int (*memset_async)(void *, int, size_t, void *);
+  int (*stream_sleep)(void *, unsigned int);
 } emu;
 
 static int g_emulated;
@@ -76,6 +83,13 @@ static void decide_mode(void) {
   *(void **)&emu.device_synchronize = emu_symbol("gcoll_emu_device_synchronize");
   *(void **)&emu.pointer_kind = emu_symbol("gcoll_emu_pointer_kind");
   *(void **)&emu.error_string = emu_symbol("gcoll_emu_error_string");
+  *(void **)&emu.stream_create = emu_symbol("gcoll_emu_stream_create");
+  *(void **)&emu.stream_destroy = emu_symbol("gcoll_emu_stream_destroy");
+  *(void **)&emu.stream_synchronize = emu_symbol("gcoll_emu_stream_synchronize");
+  *(void **)&emu.stream_query = emu_symbol("gcoll_emu_stream_query");
+  *(void **)&emu.memcpy_async = emu_symbol("gcoll_emu_memcpy_async");
+  *(void **)&emu.memset_async = emu_symbol("gcoll_emu_memset_async");
+  *(void **)&emu.stream_sleep = emu_symbol("gcoll_emu_stream_sleep");
   /* The library reads GCOLL_CUDA itself; if it disagrees, every call would fail with
    * "inactive" and the tests would report that instead of the cause. */
   if (!emu.active()) {
@@ -98,6 +112,8 @@ const char *gpu_mode_name(void) {
 }
 
 const char *gpu_error_string(int err) {
+  if (err == GPU_API_ERR_UNSUPPORTED) return "not supported in this mode (gpu_api)";
+  if (err == GPU_API_ERR_QUERY_INVALID) return "stream query: invalid value (error code 1 of the mode)";
   if (gpu_emulated()) return emu.error_string(err);
   if (err == GPU_API_ERR_NO_CUDA)
     return "built without CUDA: the only GPU is the emulated one (GCOLL_CUDA=emulate)";
@@ -109,6 +125,8 @@ int gpu_have_cuda(void) { return 1; }
 const char *gpu_mode_name(void) { return gpu_emulated() ? "emulated GPU (GCOLL_CUDA=emulate)" : "CUDA"; }
 
 const char *gpu_error_string(int err) {
+  if (err == GPU_API_ERR_UNSUPPORTED) return "not supported in this mode (gpu_api)";
+  if (err == GPU_API_ERR_QUERY_INVALID) return "stream query: invalid value (error code 1 of the mode)";
   return gpu_emulated() ? emu.error_string(err) : cudaGetErrorString((cudaError_t)err);
 }
 #endif
@@ -294,6 +312,88 @@ int gpu_device_reset(void) {
 #else
   return (int)cudaDeviceReset();
 #endif
+}
+
+/* ---- streams ---------------------------------------------------------------------------- */
+
+int gpu_stream_create(void **s) {
+  if (gpu_emulated()) return emu.stream_create(s);
+#ifdef GPU_API_NO_CUDA
+  *s = NULL;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  cudaStream_t st = NULL;
+  cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  *s = st;
+  return (int)e;
+#endif
+}
+
+int gpu_stream_destroy(void *s) {
+  if (gpu_emulated()) return emu.stream_destroy(s);
+#ifdef GPU_API_NO_CUDA
+  (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaStreamDestroy((cudaStream_t)s);
+#endif
+}
+
+int gpu_stream_synchronize(void *s) {
+  if (gpu_emulated()) return emu.stream_synchronize(s);
+#ifdef GPU_API_NO_CUDA
+  (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaStreamSynchronize((cudaStream_t)s);
+#endif
+}
+
+int gpu_stream_query(void *s) {
+  if (gpu_emulated()) {
+    int e = emu.stream_query(s);
+    if (e == GCOLL_EMU_ERR_NOT_READY) return 1;
+    return e == 1 ? GPU_API_ERR_QUERY_INVALID : e;
+  }
+#ifdef GPU_API_NO_CUDA
+  (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  cudaError_t e = cudaStreamQuery((cudaStream_t)s);
+  if (e == cudaErrorNotReady) {
+    cudaGetLastError(); /* not an error: leave none behind */
+    return 1;
+  }
+  return e == 1 ? GPU_API_ERR_QUERY_INVALID : (int)e; /* 1: cudaErrorInvalidValue */
+#endif
+}
+
+int gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *s) {
+  if (gpu_emulated()) return emu.memcpy_async(dst, src, bytes, s);
+#ifdef GPU_API_NO_CUDA
+  (void)dst, (void)src, (void)bytes, (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)s);
+#endif
+}
+
+int gpu_memset_async(void *p, int value, size_t bytes, void *s) {
+  if (gpu_emulated()) return emu.memset_async(p, value, bytes, s);
+#ifdef GPU_API_NO_CUDA
+  (void)p, (void)value, (void)bytes, (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaMemsetAsync(p, value, bytes, (cudaStream_t)s);
+#endif
+}
+
+int gpu_stream_sleep(void *s, unsigned int us) {
+  if (gpu_emulated()) return emu.stream_sleep(s, us);
+  /* No kernel in this file (it is plain C, compiled without nvcc): the tests skip what
+   * needs a busy stream on a real GPU. */
+  (void)s, (void)us;
+  return GPU_API_ERR_UNSUPPORTED;
 }
 
 int gpu_pointer_device(const void *p, int *device) {

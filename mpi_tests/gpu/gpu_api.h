@@ -36,6 +36,12 @@ enum gpu_mem {
 
 /* The error of every call that needs CUDA in a build without it (not GCOLL_CUDA=emulate). */
 #define GPU_API_ERR_NO_CUDA 1000
+/* The error of a call the mode cannot do (gpu_stream_sleep on a real GPU: gpu_api.c has
+ * no kernel). */
+#define GPU_API_ERR_UNSUPPORTED 1001
+/* gpu_stream_query's stand-in for the mode's error code 1 (cudaErrorInvalidValue,
+ * GCOLL_EMU_ERR_INACTIVE), which would read as "not done". */
+#define GPU_API_ERR_QUERY_INVALID 1002
 
 /* 1 when built with the CUDA runtime, 0 when only the emulated GPU exists. */
 int gpu_have_cuda(void);
@@ -71,6 +77,23 @@ int gpu_memset(void *p, int value, size_t bytes);
 int gpu_device_synchronize(void);
 /* cudaDeviceReset (after MPI_Finalize, as OMB does); nothing on the emulated GPU. */
 int gpu_device_reset(void);
+
+/* Streams (a stream argument of NULL: the legacy default stream). gpu_stream_create:
+ * cudaStreamCreateWithFlags(cudaStreamNonBlocking). */
+int gpu_stream_create(void **s);
+int gpu_stream_destroy(void *s);
+int gpu_stream_synchronize(void *s);
+/* cudaStreamQuery: 0 when everything queued on the stream has completed, 1 when some has
+ * not, else an error code (never 1: see GPU_API_ERR_QUERY_INVALID). */
+int gpu_stream_query(void *s);
+/* cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s) / cudaMemsetAsync. */
+int gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *s);
+int gpu_memset_async(void *p, int value, size_t bytes, void *s);
+/* Keeps the stream busy for `us` microseconds once it gets there (a long kernel), and
+ * returns at once: on the emulated GPU only. With CUDA (and without it) it returns
+ * GPU_API_ERR_UNSUPPORTED, there being no kernel here: the tests skip the checks that need
+ * it on a real GPU. */
+int gpu_stream_sleep(void *s, unsigned int us);
 
 /* *device: the device whose device memory (cudaMalloc or pool) contains p, or -1 when
  * p is anything else (host, pinned, managed memory). */

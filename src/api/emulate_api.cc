@@ -67,6 +67,41 @@ GCOLL_EMU_EXPORT int gcoll_emu_device_synchronize(void) {
   return emu::device_synchronize();
 }
 
+GCOLL_EMU_EXPORT int gcoll_emu_stream_create(void **stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_create(stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_stream_destroy(void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_destroy(stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_stream_synchronize(void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_synchronize(stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_stream_query(void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_query(stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::memcpy_async(dst, src, bytes, stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_memset_async(void *p, int value, size_t bytes, void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::memset_async(p, value, bytes, stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_stream_sleep(void *stream, unsigned int microseconds) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_sleep(stream, microseconds);
+}
+
 GCOLL_EMU_EXPORT int gcoll_emu_pointer_kind(const void *p) { return emu::active() ? emu::pointer_kind(p) : -1; }
 
 GCOLL_EMU_EXPORT const char *gcoll_emu_error_string(int code) {
@@ -74,7 +109,8 @@ GCOLL_EMU_EXPORT const char *gcoll_emu_error_string(int code) {
     case GCOLL_EMU_OK: return "success";
     case GCOLL_EMU_ERR_INACTIVE: return "the emulated GPU is not active (GCOLL_CUDA is not \"emulate\")";
     case GCOLL_EMU_ERR_NOMEM: return "out of memory";
-    case GCOLL_EMU_ERR_INVALID: return "invalid argument (pointer, memory kind, size or device)";
+    case GCOLL_EMU_ERR_INVALID: return "invalid argument (pointer, memory kind, size, device or stream)";
+    case GCOLL_EMU_ERR_NOT_READY: return "work queued on the stream has not completed (not ready)";
   }
   return "unknown gcoll_emu error code";
 }

@@ -98,3 +98,10 @@
 // Every row: the ones with counts (which have MPI-4 large-count forms, MPI_<Name>_c), then
 // MPI_Barrier.
 #define GCOLL_COLLS(X) GCOLL_COUNTED_COLLS(X) X(Barrier, barrier, BARRIER, (COMM, comm))
+
+// The rows that also have a stream-ordered form (issue 30: MPIX_<Name>_enqueue and its
+// large-count _c, MPICH's stream API; pmpi/stream.cc): X(Name, lower). Its stats line is
+// Coll::<Name>_enqueue, "<lower>_enqueue".
+#define GCOLL_ENQUEUE_COLLS(X)                                                             \
+  X(Allreduce, allreduce) X(Bcast, bcast) X(Allgather, allgather)                          \
+  X(Reduce_scatter_block, reduce_scatter_block) X(Reduce, reduce) X(Alltoall, alltoall)

@@ -13,6 +13,10 @@ const char *coll_name(Coll c) {
   case Coll::Name##_init: return #lower "_init";
     GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+#define GCOLL_X(Name, lower) \
+  case Coll::Name##_enqueue: return #lower "_enqueue";
+    GCOLL_ENQUEUE_COLLS(GCOLL_X)
+#undef GCOLL_X
     case Coll::Reduce_local: return "reduce_local";
     case Coll::kCount: break;
   }
@@ -53,6 +57,7 @@ const char *counter_name(Counter c) {
 
 namespace detail {
 thread_local ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
+thread_local int tl_stats_form __attribute__((tls_model("initial-exec")));
 }
 
 namespace {

@@ -24,11 +24,17 @@ enum class Coll : int {
 #define GCOLL_X(Name, ...) Name##_init,
   GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+  // The stream-ordered form (issue 30: MPIX_<Name>_enqueue, pmpi/stream.cc), for the rows
+  // that have one (GCOLL_ENQUEUE_COLLS); the call runs on the stream communicator's proxy
+  // thread as the blocking one, counted here (StatsFormScope) with the path it took.
+#define GCOLL_X(Name, lower) Name##_enqueue,
+  GCOLL_ENQUEUE_COLLS(GCOLL_X)
+#undef GCOLL_X
   Reduce_local,  // MPI_Reduce_local: no communicator, one form (pmpi/calls/reduce_local.cc)
   kCount
 };
 // How an application called a collective (base/coll_list.h: every row has the three).
-enum class Form : int { Blocking = 0, Nonblocking, Persistent };
+enum class Form : int { Blocking = 0, Nonblocking, Persistent, Enqueue };
 enum class Path : int { Engine = 0, Staged, Passthrough, Error, kCount };
 
 const char *coll_name(Coll c);  // "allreduce", ... (the JSON keys)
@@ -44,8 +50,18 @@ constexpr int kColls = static_cast<int>(Coll::kCount);
 #define GCOLL_X(...) +1
 constexpr int kBlockingColls = 0 GCOLL_COLLS(GCOLL_X);
 #undef GCOLL_X
-// The line of the stats a blocking collective's other form counts on.
+// The line of the stats a blocking collective's other form counts on (the stream-ordered
+// form: the blocking line itself for a row without one).
 constexpr Coll coll_form(Coll blocking, Form f) {
+  if (f == Form::Enqueue) {
+    switch (blocking) {
+#define GCOLL_X(Name, lower) \
+  case Coll::Name: return Coll::Name##_enqueue;
+      GCOLL_ENQUEUE_COLLS(GCOLL_X)
+#undef GCOLL_X
+      default: return blocking;
+    }
+  }
   return static_cast<Coll>(static_cast<int>(blocking) + static_cast<int>(f) * kBlockingColls);
 }
 constexpr int kMaxAlgos = 64;                            // engine algorithms, by table index
@@ -125,7 +141,30 @@ struct ThreadCache {  // trivial (no initialisers): zero TLS, reached without a 
 // This thread's block of the Stats object it used last (initial-exec TLS: one load, no
 // __tls_get_addr call, on every intercepted call).
 extern thread_local ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
+// The form this thread's blocking calls are counted as (StatsFormScope): 0, blocking.
+extern thread_local int tl_stats_form __attribute__((tls_model("initial-exec")));
 }  // namespace detail
+
+// A blocking collective's line, or its `form`'s while a StatsFormScope is open on the
+// thread (lines of other forms are left as they are).
+inline Coll line_of(Coll c) {
+  const int f = detail::tl_stats_form;
+  if (__builtin_expect(f == 0, 1) || static_cast<int>(c) >= kBlockingColls) return c;
+  return coll_form(c, static_cast<Form>(f));
+}
+
+// While it lives, the thread's blocking calls count on `f`'s lines: a stream-ordered call
+// (MPIX_<Name>_enqueue) runs as the blocking call on the proxy thread (pmpi/stream.cc).
+class StatsFormScope {
+ public:
+  explicit StatsFormScope(Form f) : saved_(detail::tl_stats_form) { detail::tl_stats_form = static_cast<int>(f); }
+  ~StatsFormScope() { detail::tl_stats_form = saved_; }
+  StatsFormScope(const StatsFormScope &) = delete;
+  StatsFormScope &operator=(const StatsFormScope &) = delete;
+
+ private:
+  int saved_;
+};
 
 class Stats {
  public:
@@ -140,12 +179,14 @@ class Stats {
   ~Stats();
 
   void record(Coll c, Path p, std::uint64_t bytes) {
+    c = line_of(c);
     Block &b = block();
     const int base = static_cast<int>(c) * kFields;
     bump(b.c[base + static_cast<int>(p)], 1);
     bump(b.c[base + static_cast<int>(Field::Bytes)], bytes);
   }
   void record_engine(Coll c, const EngineRecord &r) {
+    c = line_of(c);
     Block &b = block();
     const int base = static_cast<int>(c) * kFields;
     bump(b.c[base + static_cast<int>(Field::IntraBytes)], r.intra);

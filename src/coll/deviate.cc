@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "cuda/stream_order.h"
 #include "mem/device_scope.h"
 #include "mem/pinned.h"
 
@@ -83,7 +84,7 @@ Status Deviator::enter(CollArgs *a, int rank, int size) {
   char *s_send = static_cast<char *>(scratch_);
   char *s_res = s_send + send;
   // The application may have queued writes to its buffers on its default streams.
-  Status st = rt().order_after_default_streams(stream_, order_);
+  Status st = cuda::order_after_application(rt(), stream_, order_);
   switch (a->coll) {
     case Coll::Allreduce:
       if (ok(st)) st = in_place ? copy(s_res, a->recvbuf, block) : copy(s_send, a->sendbuf, block);
@@ -164,7 +165,7 @@ Status Deviator::leave() {
   if (!out_ || !out_bytes_) return Status::Ok;
   DeviceScope scope(gpu_);
   Status st = scope.status();
-  if (ok(st)) st = rt().order_after_default_streams(stream_, order_);
+  if (ok(st)) st = cuda::order_after_application(rt(), stream_, order_);
   if (v_bytes_) {  // allgatherv: block by block
     for (std::size_t q = 0; ok(st) && q < v_out_.size(); ++q)
       st = copy(static_cast<char *>(out_) + v_out_[q], static_cast<const char *>(out_from_) + v_scratch_[q],

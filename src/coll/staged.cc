@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cuda/runtime.h"
+#include "cuda/stream_order.h"
 #include "mem/device_scope.h"
 #include "mem/pinned.h"
 
@@ -71,7 +72,7 @@ bool Stager::Impl::run(const Copy &c) {
   if (failed || !c.span.bytes) return !failed;
   char *dst = static_cast<char *>(c.in ? c.host : c.dev) + c.span.lo;
   const char *src = static_cast<const char *>(c.in ? c.dev : c.host) + c.span.lo;
-  if (!ok(rt().order_after_default_streams(stream, order)) ||
+  if (!ok(cuda::order_after_application(rt(), stream, order)) ||
       !ok(rt().memcpy_async(dst, src, c.span.bytes, stream)) || !ok(rt().stream_synchronize(stream))) {
     fail(c.in ? "copy of a device buffer to host memory failed" : "copy of the result back to device memory failed");
     return false;

@@ -11,6 +11,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "cuda/stream_order.h"
 #include "base/stats.h"
 #include "cuda/emulate.h"
 
@@ -245,6 +246,10 @@ void IpcOpenCache::begin_call() {
   std::lock_guard<std::mutex> g(mu_);
   ++epoch_;
   in_call_ = true;
+  if (!deferred_.empty() && !in_stream_ordered_call()) {
+    for (void *p : deferred_) d_.ipc_close(p);
+    deferred_.clear();
+  }
 }
 
 void IpcOpenCache::end_call() {
@@ -282,7 +287,11 @@ std::uint64_t IpcOpenCache::retries() const {
 }
 
 IpcOpenCache::Map::iterator IpcOpenCache::close_entry(Map::iterator it) {
-  d_.ipc_close(it->second.local);
+  // cuIpcCloseMemHandle may wait for the device (the emulated GPU's always does): inside a
+  // stream-ordered call the application's stream waits for the call, so the mapping is
+  // closed later (deferred_).
+  if (in_stream_ordered_call()) deferred_.push_back(it->second.local);
+  else d_.ipc_close(it->second.local);
   bytes_ -= it->second.size;
   lru_.erase(it->second.pos);
   return entries_.erase(it);
@@ -380,6 +389,8 @@ void IpcOpenCache::evict_until_fits(std::size_t incoming) {
 
 void IpcOpenCache::clear() {
   std::lock_guard<std::mutex> g(mu_);
+  for (void *p : deferred_) d_.ipc_close(p);
+  deferred_.clear();
   for (auto &kv : entries_) d_.ipc_close(kv.second.local);
   entries_.clear();
   lru_.clear();

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <vector>
 #include <map>
 #include <mutex>
 
@@ -271,6 +272,10 @@ class IpcOpenCache {
   std::size_t bytes_ = 0;
   std::uint64_t opens_ = 0, stale_ = 0, evicted_ = 0, purged_ = 0, retries_ = 0, epoch_ = 1;
   bool in_call_ = false;
+  // Mappings closed inside a stream-ordered call (cuda/stream_order.h), really closed at
+  // the next call that is not one, or at clear(): closing may wait for the device, whose
+  // stream waits for that call.
+  std::vector<void *> deferred_;
   std::list<Key> lru_;
   Map entries_;
 };

@@ -12,10 +12,12 @@
 // Nothing here throws out: allocation failures become Status / gcoll_emu_error codes.
 #include "cuda/emulate.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <thread>
 
 #include "base/config.h"
 #include "cuda/emulate_machine.h"
@@ -34,19 +36,22 @@ int malloc(void **p, std::size_t bytes, int kind) { return allocate(p, bytes, ki
 
 int free(void *p) { return release(p); }
 
-int memcpy(void *dst, const void *src, std::size_t bytes) {
+namespace {
+
+// A copy queued on es: emu::memcpy (async false: cudaMemcpy) and emu::memcpy_async
+// (cudaMemcpyAsync). A host source the caller may reuse once it returns is staged; a
+// destination the caller reads once it returns is waited for.
+int copy_on(EmuStream *es, void *dst, const void *src, std::size_t bytes, bool async) {
   if (bytes == 0) return GCOLL_EMU_OK;
   if (!dst || !src) return GCOLL_EMU_ERR_INVALID;
-  EmuStream *ls = state().legacy();
-  if (!ls) return GCOLL_EMU_ERR_NOMEM;
   Translated d, s;
   if (!state().registry.translate(dst, bytes, &d) || !state().registry.translate(src, bytes, &s))
     return GCOLL_EMU_ERR_INVALID;
   void *dp = d.addr;
-  if (is_device_kind(d.kind) && !is_device_kind(s.kind)) {
+  if (is_device_kind(d.kind) && !is_device_kind(s.kind) && (!async || s.kind < 0)) {
     // Host to device returns once the source is staged, before the data lands (what CUDA
     // documents for pageable memory): the caller may reuse its buffer at once, and who
-    // reads the device buffer must order itself after the legacy stream.
+    // reads the device buffer must order itself after the stream.
     std::shared_ptr<unsigned char[]> staged;
     try {
       staged.reset(new unsigned char[bytes]);
@@ -55,17 +60,18 @@ int memcpy(void *dst, const void *src, std::size_t bytes) {
       return GCOLL_EMU_ERR_NOMEM;
     }
     std::memcpy(staged.get(), s.addr, bytes);
-    return ls->enqueue([dp, staged, bytes] { std::memcpy(dp, staged.get(), bytes); }) ? GCOLL_EMU_OK
+    return es->enqueue([dp, staged, bytes] { std::memcpy(dp, staged.get(), bytes); }) ? GCOLL_EMU_OK
                                                                                         : GCOLL_EMU_ERR_NOMEM;
   }
   const void *sp = s.addr;
-  if (!ls->enqueue([dp, sp, bytes] { host_copy(dp, sp, bytes); })) return GCOLL_EMU_ERR_NOMEM;
-  // Device to device returns at once; into host memory, when the bytes are there.
-  if (!is_device_kind(d.kind)) ls->synchronize();
+  if (!es->enqueue([dp, sp, bytes] { host_copy(dp, sp, bytes); })) return GCOLL_EMU_ERR_NOMEM;
+  // Device to device returns at once; into host memory (async: pageable), when the bytes
+  // are there.
+  if (!is_device_kind(d.kind) && (!async || d.kind < 0)) es->synchronize();
   return GCOLL_EMU_OK;
 }
 
-int memset(void *p, int value, std::size_t bytes) {
+int set_on(EmuStream *es, void *p, int value, std::size_t bytes) {
   Translated d;
   if (!state().registry.translate(p, bytes, &d)) return GCOLL_EMU_ERR_INVALID;
   if (d.kind < 0) {
@@ -73,10 +79,89 @@ int memset(void *p, int value, std::size_t bytes) {
     set_error("emulated GPU: memset of %p: not memory of the emulation", p);
     return GCOLL_EMU_ERR_INVALID;
   }
+  void *dp = d.addr;
+  return es->enqueue([dp, value, bytes] { std::memset(dp, value, bytes); }) ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOMEM;
+}
+
+// The stream of a C API call: GCOLL_EMU_OK and *es, or the error code.
+int stream_of(void *stream, EmuStream **es) {
+  *es = resolve_checked(stream);
+  if (*es) return GCOLL_EMU_OK;
+  return stream && stream != reinterpret_cast<void *>(1) && stream != reinterpret_cast<void *>(2)
+             ? GCOLL_EMU_ERR_INVALID
+             : GCOLL_EMU_ERR_NOMEM;  // the legacy stream could not be had
+}
+
+}  // namespace
+
+int memcpy(void *dst, const void *src, std::size_t bytes) {
+  if (bytes == 0) return GCOLL_EMU_OK;
   EmuStream *ls = state().legacy();
   if (!ls) return GCOLL_EMU_ERR_NOMEM;
-  void *dp = d.addr;
-  return ls->enqueue([dp, value, bytes] { std::memset(dp, value, bytes); }) ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOMEM;
+  return copy_on(ls, dst, src, bytes, false);
+}
+
+int memset(void *p, int value, std::size_t bytes) {
+  EmuStream *ls = state().legacy();
+  if (!ls) return GCOLL_EMU_ERR_NOMEM;
+  return set_on(ls, p, value, bytes);
+}
+
+int stream_create(void **stream) {
+  if (!stream) return GCOLL_EMU_ERR_INVALID;
+  EmuStream *es = state().create_stream();
+  *stream = es;
+  return es ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOMEM;
+}
+
+int stream_destroy(void *stream) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  if (es == state().legacy()) {
+    set_error("emulated GPU: the legacy default stream cannot be destroyed");
+    return GCOLL_EMU_ERR_INVALID;
+  }
+  state().destroy_stream(es);
+  return GCOLL_EMU_OK;
+}
+
+int stream_synchronize(void *stream) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  es->synchronize();  // (a failed reduction stays for gcoll's own check: take_failure)
+  return GCOLL_EMU_OK;
+}
+
+int stream_query(void *stream) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  return es->idle() ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOT_READY;
+}
+
+int memcpy_async(void *dst, const void *src, std::size_t bytes, void *stream) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  return copy_on(es, dst, src, bytes, true);
+}
+
+int memset_async(void *p, int value, std::size_t bytes, void *stream) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  return set_on(es, p, value, bytes);
+}
+
+int stream_sleep(void *stream, unsigned int microseconds) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  return es->enqueue([microseconds] { std::this_thread::sleep_for(std::chrono::microseconds(microseconds)); })
+             ? GCOLL_EMU_OK
+             : GCOLL_EMU_ERR_NOMEM;
 }
 
 int device_synchronize() {

@@ -64,8 +64,30 @@ int free(void *p);
 int memcpy(void *dst, const void *src, std::size_t bytes);
 // cudaMemset on the legacy default stream: returns at once.
 int memset(void *p, int value, std::size_t bytes);
-// Waits for every stream of the process, the legacy default stream included.
+// Waits for every stream of the process, the legacy default stream included (a stream
+// blocked in stream_wait_value32 makes it wait until the word is set, as on a GPU).
 int device_synchronize();
+
+// Streams for test programs (gcoll_emu_stream_*). A stream argument may be nullptr (the
+// legacy default stream); anything else must be a live stream of the emulation
+// (GCOLL_EMU_ERR_INVALID otherwise). stream_create makes a non-blocking stream
+// (cudaStreamNonBlocking: the emulation's streams never synchronise with the legacy one);
+// stream_destroy waits for its queue first (CUDA returns at once).
+int stream_create(void **stream);
+int stream_destroy(void *stream);
+int stream_synchronize(void *stream);
+// GCOLL_EMU_OK when everything queued on the stream has run, else GCOLL_EMU_ERR_NOT_READY.
+int stream_query(void *stream);
+// cudaMemcpyAsync (cudaMemcpyDefault): queued on the stream; from pageable host memory
+// to the device the source is staged first (the caller may reuse it at once), into
+// pageable host memory it returns once the copy is complete, as CUDA does; between
+// device, pinned and managed memory it returns at once and the bytes are read and
+// written when the stream gets there.
+int memcpy_async(void *dst, const void *src, std::size_t bytes, void *stream);
+// cudaMemsetAsync: queued on the stream (not pageable host memory).
+int memset_async(void *p, int value, std::size_t bytes, void *stream);
+// Test-only: keeps the stream busy for `microseconds` (what a long kernel is on a GPU).
+int stream_sleep(void *stream, unsigned int microseconds);
 // Ends every stream's worker thread once its queue has run; a stream used again gets one
 // again (MPI_Finalize: no thread of gcoll's is left behind, coll/engine.cc).
 void park_threads();

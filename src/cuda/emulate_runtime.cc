@@ -247,11 +247,67 @@ class EmuRuntime final : public Runtime {
     return es->enqueue([j] { run_fused(j); }) ? Status::Ok : Status::ErrNoMem;
   }
 
+  // Mapped pinned memory is pinned memory here: the CPU reads and writes it, and the
+  // stream workers too (the "device" reaches all host memory).
+  Status malloc_host_mapped(void **p, std::size_t bytes) override {
+    return to_status(allocate(p, bytes, GCOLL_EMU_MEM_PINNED));
+  }
+
+  // fn(arg) on the stream's worker, in its turn (after the random delay every operation
+  // has).
+  Status launch_host_func(Stream s, void (*fn)(void *), void *arg) override {
+    if (!fn) {
+      set_error("emulated GPU: launch_host_func without a function");
+      return Status::ErrArg;
+    }
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    return es->enqueue([fn, arg] { fn(arg); }) ? Status::Ok : Status::ErrNoMem;
+  }
+
+  // The wait blocks the stream's worker, and so everything queued after it on this
+  // stream, until the word holds `value` (wait_value32: polling, no lock held). Other
+  // streams run on; device_synchronize, free, stream_destroy and park_threads wait for it
+  // (emulate_streams.h: State).
+  Status stream_wait_value32(Stream s, const volatile std::uint32_t *word, std::uint32_t value) override {
+    volatile std::uint32_t *w = memop_word(word);
+    if (!w) return Status::ErrArg;
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    return es->enqueue([w, value] { wait_value32(w, value); }) ? Status::Ok : Status::ErrNoMem;
+  }
+  Status stream_write_value32(Stream s, volatile std::uint32_t *word, std::uint32_t value) override {
+    volatile std::uint32_t *w = memop_word(word);
+    if (!w) return Status::ErrArg;
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    // Release: what the stream wrote before is visible to whoever sees the value.
+    return es->enqueue([w, value] { __atomic_store_n(w, value, __ATOMIC_RELEASE); }) ? Status::Ok
+                                                                                      : Status::ErrNoMem;
+  }
+  bool stream_memops_supported() override { return true; }
+  // The emulation has no graph capture: its streams always run what is queued.
+  bool stream_capturing(Stream) override { return false; }
+
   const char *last_error() override { return take_error(); }
 
  private:
-  // Stream 0 is the legacy default stream, as in CUDA.
-  static EmuStream *resolve(Stream s) { return s ? static_cast<EmuStream *>(s) : state().legacy(); }
+  // Stream 0 is the legacy default stream, as in CUDA (resolve_stream).
+  static EmuStream *resolve(Stream s) { return resolve_stream(s); }
+
+  // A 32-bit word of the stream memory operations, where the worker reads or writes it
+  // (host memory: itself; device memory: its shadow). nullptr (message) when misplaced.
+  static volatile std::uint32_t *memop_word(const volatile std::uint32_t *word) {
+    if (!word || reinterpret_cast<std::uintptr_t>(word) % sizeof(std::uint32_t) != 0) {
+      set_error("emulated GPU: a stream memory operation on %p: not an aligned 32-bit word",
+                const_cast<const void *>(static_cast<const volatile void *>(word)));
+      return nullptr;
+    }
+    Translated t;
+    if (!state().registry.translate(const_cast<const std::uint32_t *>(word), sizeof(std::uint32_t), &t))
+      return nullptr;
+    return static_cast<volatile std::uint32_t *>(t.addr);
+  }
 
   static Status failure_check(EmuStream *es) {
     if (!es->take_failure()) return Status::Ok;

@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <random>
 
 #include "base/config.h"
@@ -25,9 +27,41 @@ std::uint32_t random_delay_us() {
   return std::uniform_int_distribution<std::uint32_t>(0, static_cast<std::uint32_t>(max))(rng);
 }
 
+void wait_value32(const volatile std::uint32_t *word, std::uint32_t value) {
+  constexpr int kYields = 256;  // about as long as a short collective takes to land
+  for (int i = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) != value; ++i) {
+    if (i < kYields) {
+      std::this_thread::yield();
+    } else {
+      // 20 us at first, up to 50 us: a word set late is seen within 50 us.
+      const int us = std::min(20 + (i - kYields), 50);
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
+    }
+  }
+}
+
 State &state() {
   static State *const s = new State;
   return *s;
+}
+
+namespace {
+bool default_handle(void *s) {
+  const auto v = reinterpret_cast<std::uintptr_t>(s);
+  return v == 0 || v == 1 || v == 2;  // 0, cudaStreamLegacy, cudaStreamPerThread
+}
+}  // namespace
+
+EmuStream *resolve_stream(void *s) {
+  return default_handle(s) ? state().legacy() : static_cast<EmuStream *>(s);
+}
+
+EmuStream *resolve_checked(void *s) {
+  if (default_handle(s)) return state().legacy();
+  auto *es = static_cast<EmuStream *>(s);
+  if (state().known(es)) return es;
+  set_error("emulated GPU: %p is not a stream of the emulation", s);
+  return nullptr;
 }
 
 }  // namespace emu_impl

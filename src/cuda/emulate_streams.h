@@ -30,9 +30,19 @@ extern std::atomic<int> g_delay_override;
 // can queue slow work, lower the delay and check the state with fast work.
 std::uint32_t random_delay_us();
 
+// Blocks the calling thread (a stream's worker) until *word == value: a few hundred
+// yields, then sleeps of 20 to 50 us (a wait may last as long as an MPI collective). Holds
+// no lock: other streams, device_synchronize and free go on meanwhile (free and
+// device_synchronize wait for it, as on a GPU). `word` is read with acquire order, so
+// what the host wrote before setting it is visible to the work after the wait.
+void wait_value32(const volatile std::uint32_t *word, std::uint32_t value);
+
 // A stream: a FIFO of operations run in order by one worker thread. Operations never
-// throw and never take the process's stream list lock (device_synchronize holds it while
-// it waits on each stream).
+// throw and never take the process's stream list lock. An operation may block its worker
+// for as long as it likes (stream_wait_value32, stream_wait_event): then only this stream
+// stops, and whoever waits for its queue (synchronize, stop, park, and through them
+// device_synchronize, free, stream_destroy, park_threads) waits until it passes, without
+// holding the stream list lock.
 class EmuStream {
  public:
   EmuStream() = default;
@@ -71,20 +81,33 @@ class EmuStream {
     done_cv_.wait(lk, [&] { return done_ >= target; });
   }
 
-  // Runs what is queued, then ends and joins the worker.
+  // Whether everything queued so far has run (cudaStreamQuery).
+  bool idle() {
+    std::lock_guard<std::mutex> lk(m_);
+    return done_ >= queued_;
+  }
+
+  // Runs what is queued, then ends and joins the worker (a wait still blocked in the
+  // queue keeps it: this returns once the wait has passed).
   void stop() {
+    std::lock_guard<std::mutex> life(life_m_);
     {
       std::lock_guard<std::mutex> lk(m_);
       stopping_ = true;
     }
     work_cv_.notify_one();
     if (worker_.joinable()) worker_.join();
+    std::lock_guard<std::mutex> lk(m_);
+    running_ = false;  // a later park() has nothing to end
   }
 
   // Runs what is queued and ends the worker, as stop(); but the stream stays: the next
   // operation queued on it starts a worker again. (MPI_Finalize: no thread of gcoll's is
-  // left, while the application may still use its default stream afterwards.)
+  // left, while the application may still use its default stream afterwards.) Like
+  // stop(), it returns only once every queued operation has run: a stream blocked in
+  // stream_wait_value32 on a word nobody sets makes it hang (see State::park_all).
   void park() {
+    std::lock_guard<std::mutex> life(life_m_);
     {
       std::lock_guard<std::mutex> lk(m_);
       if (!running_) return;
@@ -143,6 +166,8 @@ class EmuStream {
     }
   }
 
+  std::mutex life_m_;  // stop() and park(): one joins the worker at a time (park_all and
+                       // destroy_stream may meet on one stream); taken before m_
   std::mutex m_;
   std::condition_variable work_cv_;  // the worker waits for work
   std::condition_variable done_cv_;  // synchronize() waits for progress
@@ -168,6 +193,16 @@ struct EmuEvent {
   std::shared_ptr<EventState> st;
 };
 
+// The stream behind a Stream handle: nullptr is the legacy default stream, as in CUDA,
+// and so are CUDA's own handles of the default streams, cudaStreamLegacy (0x1) and
+// cudaStreamPerThread (0x2), which code written for CUDA may hand the emulation: it has
+// one default stream (per-thread ones would only order less). nullptr when the legacy
+// stream cannot be had.
+EmuStream *resolve_stream(void *s);
+// The same for the C API: also nullptr (nothing queued) for a handle that is not a live
+// stream of the emulation (GCOLL_EMU_ERR_INVALID, with the message in last_error).
+EmuStream *resolve_checked(void *s);
+
 // ---- process state ---------------------------------------------------------------
 
 // Never destroyed: worker threads of streams the application did not destroy may run (or
@@ -183,13 +218,14 @@ class State {
   }
 
   // Waits for the stream's queue and ends it. Streams this emulation did not create
-  // are ignored.
+  // are ignored. Unlike cudaStreamDestroy, which returns at once, this returns once the
+  // queue has run (a wait blocked in it included).
   void destroy_stream(EmuStream *s) {
-    std::unique_ptr<EmuStream> owned;
+    std::shared_ptr<EmuStream> owned;
     {
       std::lock_guard<std::mutex> lk(streams_mu_);
       for (auto it = streams_.begin(); it != streams_.end(); ++it) {
-        if (it->get() == s && s != legacy_) {
+        if (it->get() == s && s != legacy_.load(std::memory_order_relaxed)) {
           owned = std::move(*it);
           streams_.erase(it);
           break;
@@ -201,28 +237,66 @@ class State {
 
   // The legacy default stream, created on first use; nullptr when it cannot be.
   EmuStream *legacy() {
+    EmuStream *l = legacy_.load(std::memory_order_acquire);
+    if (l) return l;
     std::lock_guard<std::mutex> lk(streams_mu_);
-    if (!legacy_) legacy_ = create_locked();
-    return legacy_;
+    l = legacy_.load(std::memory_order_relaxed);
+    if (!l) {
+      l = create_locked();
+      legacy_.store(l, std::memory_order_release);
+    }
+    return l;
+  }
+
+  // Whether s is a live stream of this emulation (the legacy one included).
+  bool known(const EmuStream *s) {
+    std::lock_guard<std::mutex> lk(streams_mu_);
+    for (const auto &x : streams_)
+      if (x.get() == s) return true;
+    return false;
   }
 
   // Every stream's worker ends once its queue has run (EmuStream::park); the streams stay.
+  // A stream blocked in a wait (stream_wait_value32, or a wait on an event recorded
+  // behind one) keeps this waiting until the wait passes, and forever if nobody ever sets
+  // its word: as an application hangs on a GPU that waits for a word nobody sets (only it
+  // hangs in cudaStreamSynchronize or cudaDeviceSynchronize there, here in MPI_Finalize,
+  // coll/engine.cc). Who queues such waits (the stream-ordered collectives) must release
+  // them before the engine parks the threads. The stream list lock is not held meanwhile:
+  // other threads create, use and destroy streams, and set the word, as they like.
   void park_all() {
-    std::lock_guard<std::mutex> lk(streams_mu_);
-    for (const auto &s : streams_) s->park();
+    for_each_stream([](EmuStream &s) { s.park(); });
   }
 
-  // cudaDeviceSynchronize. Holds the stream list so that no stream goes away meanwhile:
-  // queued operations never take that lock, so they all finish.
+  // cudaDeviceSynchronize: waits for what every stream has queued before the call. A
+  // stream blocked in a wait makes it wait until the wait passes, as on a GPU. The
+  // streams are held by reference, not by the stream list lock: a stream destroyed
+  // meanwhile lives until this is done with it, and the lock stays free for others.
   void synchronize_all() {
-    std::lock_guard<std::mutex> lk(streams_mu_);
-    for (const auto &s : streams_) s->synchronize();
+    for_each_stream([](EmuStream &s) { s.synchronize(); });
   }
 
  private:
+  // f(stream) for each stream of the list as it is now, outside the stream list lock
+  // (each held by a reference of its own); out of memory for the copy, under the lock.
+  template <class F>
+  void for_each_stream(F f) {
+    std::vector<std::shared_ptr<EmuStream>> now;
+    {
+      std::lock_guard<std::mutex> lk(streams_mu_);
+      try {
+        now = streams_;
+      } catch (const std::bad_alloc &) {
+        for (const auto &s : streams_) f(*s);
+        return;
+      }
+    }
+    for (const auto &s : now) f(*s);
+  }
+
   EmuStream *create_locked() {
     try {
-      auto s = std::make_unique<EmuStream>();
+      auto s = std::make_shared<EmuStream>();
       streams_.reserve(streams_.size() + 1);  // so that push_back cannot fail after start()
       if (!s->start()) return nullptr;
       streams_.push_back(std::move(s));
@@ -234,8 +308,8 @@ class State {
   }
 
   std::mutex streams_mu_;
-  std::vector<std::unique_ptr<EmuStream>> streams_;  // the legacy stream among them
-  EmuStream *legacy_ = nullptr;
+  std::vector<std::shared_ptr<EmuStream>> streams_;  // the legacy stream among them
+  std::atomic<EmuStream *> legacy_{nullptr};
 };
 
 // The process's state, created on first use.

@@ -62,6 +62,19 @@ class NoRuntime final : public Runtime {
     return Status::NotSupported;
   }
   Status fused(const FusedParams &, Stream) override { return Status::NotSupported; }
+  Status malloc_host_mapped(void **p, std::size_t) override {
+    *p = nullptr;
+    return Status::NotSupported;
+  }
+  Status launch_host_func(Stream, void (*)(void *), void *) override { return Status::NotSupported; }
+  Status stream_wait_value32(Stream, const volatile std::uint32_t *, std::uint32_t) override {
+    return Status::NotSupported;
+  }
+  Status stream_write_value32(Stream, volatile std::uint32_t *, std::uint32_t) override {
+    return Status::NotSupported;
+  }
+  bool stream_memops_supported() override { return false; }
+  bool stream_capturing(Stream) override { return false; }
   const char *last_error() override { return "gcoll was built without CUDA"; }
 };
 

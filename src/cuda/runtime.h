@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/status.h"
 #include "kernels/fused.h"
@@ -101,6 +102,36 @@ class Runtime {
   // (an allreduce needs reduce_supported(p.op, p.dtype)); what each block did is in
   // p.status once the stream has reached that point.
   virtual Status fused(const FusedParams &p, Stream s) = 0;
+
+  // Stream-ordered work with the host (MPIX_*_enqueue, issue 30). `s` may be a stream of
+  // the application's: one it created, nullptr (the legacy default stream, as
+  // cudaStreamLegacy) or cudaStreamPerThread.
+  //
+  // Pinned host memory mapped into the device's address space (cudaHostAlloc with
+  // cudaHostAllocPortable | cudaHostAllocMapped): the words stream_wait_value32 and
+  // stream_write_value32 take live there. Freed with free_host.
+  virtual Status malloc_host_mapped(void **p, std::size_t bytes) = 0;
+  // cudaLaunchHostFunc: fn(arg) runs on a thread of the runtime's once the work queued on
+  // `s` before it has completed; work queued after it waits until fn returns. fn must not
+  // call the runtime.
+  virtual Status launch_host_func(Stream s, void (*fn)(void *), void *arg) = 0;
+  // Stream memory operations (cuStreamWaitValue32 with CU_STREAM_WAIT_VALUE_EQ,
+  // cuStreamWriteValue32 with CU_STREAM_WRITE_VALUE_DEFAULT) on a 32-bit word of
+  // malloc_host_mapped memory: work queued on `s` after the wait starts only once the word
+  // equals `value` (written by any thread of the host); the write stores `value` in stream
+  // order. Neither occupies the GPU's SMs while it waits. Only where
+  // stream_memops_supported().
+  virtual Status stream_wait_value32(Stream s, const volatile std::uint32_t *word, std::uint32_t value) = 0;
+  virtual Status stream_write_value32(Stream s, volatile std::uint32_t *word, std::uint32_t value) = 0;
+  // Whether the stream memory operations above are available on the current device: on a
+  // GPU, whether the driver's entry points (cuStreamWaitValue32_v2, cuStreamWriteValue32_v2)
+  // could be had; CUDA 12 and later support the 32-bit operations on every device (the
+  // attribute that said so, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, went with the
+  // v1 API). False until the driver is active.
+  virtual bool stream_memops_supported() = 0;
+  // cudaStreamIsCapturing(s) != cudaStreamCaptureStatusNone: work queued on `s` now goes
+  // into a graph, not to the device (false where it cannot tell).
+  virtual bool stream_capturing(Stream s) = 0;
 
   // The text of the last failure of this thread (for messages); clears it.
   virtual const char *last_error() = 0;

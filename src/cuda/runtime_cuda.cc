@@ -7,8 +7,10 @@
 // the runtime's first call would load libcuda.so.1 into a process that never loaded it.
 // The rest (streams, memory, copies) runs only for device buffers, or for a program that
 // uses this runtime as its CUDA (fused_test.cc): the runtime loads the driver then.
+#include <cuda.h>  // types and enums only: the driver's functions come through entry points
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -37,6 +39,82 @@ Status check(cudaError_t e, const char *what) {
 
 cudaStream_t S(Stream s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t E(Event e) { return static_cast<cudaEvent_t>(e); }
+
+// ---- stream memory operations: the driver's, without linking libcuda ------------------
+// cuStreamWaitValue32 / cuStreamWriteValue32 have no runtime counterpart: they come
+// through cudaGetDriverEntryPointByVersion (as driver_cuda.cc's functions do), asked for
+// once, by the first caller that finds the driver active (the lookup initialises the
+// runtime, which loads libcuda.so.1: never before the application has loaded it).
+// The ABI is CUDA 12.0's: the _v2 operations (the v1 ones and their attribute
+// CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1 are gone; since CUDA 12 the 32-bit
+// operations are supported on every device, so finding the entry points is the test).
+// Looked up with cudaEnableLegacyStream: stream 0 is the legacy default stream whatever
+// this file is compiled with; CU_STREAM_PER_THREAD (cudaStreamPerThread) is understood by
+// every entry point.
+using CuStreamWaitValue32 = CUresult(CUDAAPI *)(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                                unsigned int flags);  // _v2
+using CuStreamWriteValue32 = CUresult(CUDAAPI *)(CUstream s, CUdeviceptr addr, cuuint32_t value,
+                                                 unsigned int flags);  // _v2
+using CuGetErrorString = CUresult(CUDAAPI *)(CUresult e, const char **text);
+
+constexpr unsigned int kMemOpsAbi = 12000;
+
+struct MemOps {
+  CuStreamWaitValue32 wait = nullptr;
+  CuStreamWriteValue32 write = nullptr;
+  CuGetErrorString error_string = nullptr;  // for messages only (may stay null)
+  bool usable() const { return wait && write; }
+};
+
+template <class Fn>
+void memops_lookup(const char *symbol, Fn *fn) {
+  void *p = nullptr;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &p, kMemOpsAbi, cudaEnableLegacyStream, &q);
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
+    cudaGetLastError();  // not the application's error to find
+    *fn = nullptr;
+    return;
+  }
+  *fn = reinterpret_cast<Fn>(p);
+}
+
+// The entry points, looked up by the first caller (thread-safe static); only called once
+// the driver is active.
+const MemOps &memops() {
+  static const MemOps m = [] {
+    MemOps o;
+    memops_lookup("cuStreamWaitValue32", &o.wait);
+    memops_lookup("cuStreamWriteValue32", &o.write);
+    memops_lookup("cuGetErrorString", &o.error_string);
+    return o;
+  }();
+  return m;
+}
+
+Status check_driver(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS) return Status::Ok;
+  const char *text = nullptr;
+  if (memops().error_string && memops().error_string(r, &text) != CUDA_SUCCESS) text = nullptr;
+  std::snprintf(t_error, sizeof t_error, "%s: %s (CUDA driver error %d)", what, text ? text : "unknown error",
+                static_cast<int>(r));
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? Status::ErrNoMem : Status::ErrInternal;
+}
+
+// The device address of a host word of malloc_host_mapped memory (under UVA, which every
+// 64-bit Linux platform of CUDA 12 has, the host address itself; asked all the same, as
+// the stream memory operations require a device pointer). Memory the call does not know
+// as mapped host memory (device memory: its address is the device's, under UVA) is taken
+// as it is.
+CUdeviceptr device_address(const volatile void *word) {
+  void *host = const_cast<void *>(word);
+  void *dev = nullptr;
+  if (cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess) {
+    cudaGetLastError();
+    dev = host;
+  }
+  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(dev));
+}
 
 class CudaRuntime final : public Runtime {
  public:
@@ -172,7 +250,46 @@ class CudaRuntime final : public Runtime {
 
   Status fused(const FusedParams &p, Stream s) override { return check(cuda_fused(p, S(s)), "fused collective kernel"); }
 
+  Status malloc_host_mapped(void **p, std::size_t bytes) override {
+    *p = nullptr;
+    return check(cudaHostAlloc(p, bytes, cudaHostAllocPortable | cudaHostAllocMapped), "cudaHostAlloc (mapped)");
+  }
+  Status launch_host_func(Stream s, void (*fn)(void *), void *arg) override {
+    return check(cudaLaunchHostFunc(S(s), fn, arg), "cudaLaunchHostFunc");
+  }
+  Status stream_wait_value32(Stream s, const volatile std::uint32_t *word, std::uint32_t value) override {
+    if (!memops_ready()) return Status::NotSupported;
+    return check_driver(memops().wait(static_cast<CUstream>(s), device_address(word), value,
+                                      CU_STREAM_WAIT_VALUE_EQ),
+                        "cuStreamWaitValue32");
+  }
+  Status stream_write_value32(Stream s, volatile std::uint32_t *word, std::uint32_t value) override {
+    if (!memops_ready()) return Status::NotSupported;
+    return check_driver(memops().write(static_cast<CUstream>(s), device_address(word), value,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT),
+                        "cuStreamWriteValue32");
+  }
+  bool stream_memops_supported() override { return driver().active() && memops().usable(); }
+  bool stream_capturing(Stream s) override {
+    if (!driver().active()) return false;  // no driver: no stream of the application's either
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(S(s), &st) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return st != cudaStreamCaptureStatusNone;
+  }
+
   const char *last_error() override { return t_error; }
+
+ private:
+  // The stream memory operations' entry points, or the reason there are none (t_error).
+  static bool memops_ready() {
+    if (driver().active() && memops().usable()) return true;
+    std::snprintf(t_error, sizeof t_error,
+                  "stream memory operations: the CUDA driver is not loaded or has no cuStreamWaitValue32_v2");
+    return false;
+  }
 };
 
 }  // namespace

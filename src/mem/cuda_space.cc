@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/wait.h"
+#include "cuda/stream_order.h"
 #include "mem/cuda_space_impl.h"
 #include "mem/device_scope.h"
 #include "mem/host_space.h"
@@ -163,7 +164,7 @@ void CudaSpace::begin_call() {
   exposed_ = false;
   DeviceScope d(opt_.device);
   enqueued_ = true;
-  pending_ = cuda_status(rt().order_after_default_streams(stream_, order_), "ordering after the application's work");
+  pending_ = cuda_status(cuda::order_after_application(rt(), stream_, order_), "ordering after the application's work");
 }
 
 Status CudaSpace::finish() {

@@ -101,6 +101,10 @@ const char *form_func_name(Coll line) {
   case Coll::Name##_init: return GCOLL_MPI_INIT_STR(Name);
     GCOLL_COLLS(GCOLL_X)
 #undef GCOLL_X
+#define GCOLL_X(Name, lower) \
+  case Coll::Name##_enqueue: return "MPIX_" #Name "_enqueue";
+    GCOLL_ENQUEUE_COLLS(GCOLL_X)
+#undef GCOLL_X
     case Coll::Reduce_local: return "MPI_Reduce_local";
     case Coll::kCount: break;
   }

@@ -19,6 +19,7 @@
 #include "coll/deviate.h"
 #include "pmpi/errors.h"
 #include "pmpi/requests.h"
+#include "pmpi/stream.h"
 #include "coll/pack.h"
 #include "coll/staged.h"
 
@@ -57,6 +58,7 @@ int teardown(MPI_Comm, int, void *, void *) {
   const int app_errno = errno;
   GCOLL_INFO("teardown in MPI_Finalize");
   const bool done = no_throw("teardown in MPI_Finalize", [] {
+    release_stream_comms();  // first: their calls run on communicators released below
     release_all_comm_states();
     release_requests();  // what an erroneous program never completed (its host copies)
     release_staging();

@@ -1,5 +1,6 @@
 // The emulated GPU (src/cuda/emulate.h): memory kinds and classification, device memory
-// the CPU cannot touch, streams whose work really runs later, IPC between processes,
+// the CPU cannot touch, streams whose work really runs later, work ordered with the host
+// (host functions, stream memory operations, the C API's streams), IPC between processes,
 // reductions, process exit with streams still busy, and the machine of a topology file
 // (GCOLL_TOPO_FILE): several devices, current devices per thread, peer access and IPC
 // between devices as the file has them.
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -553,6 +555,282 @@ TEST_F(EmuStreams, FreeWaitsForQueuedWork) {
   bool done = false;
   EXPECT_EQ(rt_.event_query(e.e, &done), Status::Ok);
   EXPECT_TRUE(done);
+}
+
+// ---- work ordered with the host: host functions, stream memory operations ---------------
+// (runtime.h: launch_host_func, stream_wait_value32, stream_write_value32; the streams of
+// the C API, emulate.h). A wait that does not hold its stream would let the work behind it
+// run before the word is set; each test looks before it sets the word.
+
+// A 32-bit word of mapped pinned memory (malloc_host_mapped), 0 at first, freed at scope
+// exit; set() stores a value as another host thread would.
+struct MappedWord {
+  MappedWord() {
+    EXPECT_EQ(emulated_runtime().malloc_host_mapped(&p, 64), Status::Ok);
+    if (p) std::memset(p, 0, 64);
+  }
+  ~MappedWord() { emulated_runtime().free_host(p); }
+  volatile std::uint32_t *word() const { return static_cast<volatile std::uint32_t *>(p); }
+  void set(std::uint32_t v) const { __atomic_store_n(word(), v, __ATOMIC_RELEASE); }
+  std::uint32_t get() const { return __atomic_load_n(word(), __ATOMIC_ACQUIRE); }
+  void *p = nullptr;
+};
+
+// Runs f on a thread of its own while a stream is held by `w`'s wait: true when f
+// finished within `limit` (a deadlocked or blocking f gives false rather than a hung
+// test: w is set to `release` either way before the thread is joined).
+template <class F>
+bool finishes_while_held(F f, const MappedWord &w, std::uint32_t release,
+                         std::chrono::milliseconds limit = std::chrono::milliseconds(2000)) {
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    f();
+    done.store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool in_time = done.load();
+  w.set(release);
+  t.join();
+  return in_time;
+}
+
+void create_and_destroy_a_stream() {
+  void *c = nullptr;
+  EXPECT_EQ(emu::stream_create(&c), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_destroy(c), GCOLL_EMU_OK);
+}
+
+// Whether an event recorded now (behind what is queued) completes within `ms`.
+bool completes_within(Runtime &rt, Event e, int ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    bool done = false;
+    EXPECT_EQ(rt.event_query(e, &done), Status::Ok);
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+struct HostFuncProbe {
+  const void *expect = nullptr;  // what `seen` must hold when fn runs
+  const void *seen = nullptr;
+  std::size_t bytes = 0;
+  std::atomic<bool> ran{false};
+  bool saw_earlier_work = false;
+  std::atomic<bool> release{false};  // fn returns once set (or after 5 s: a host function
+                                     // wrongly run by the caller itself fails, not hangs)
+};
+
+void host_func_probe(void *arg) {
+  auto *p = static_cast<HostFuncProbe *>(arg);
+  p->saw_earlier_work = std::memcmp(p->seen, p->expect, p->bytes) == 0;
+  p->ran.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!p->release.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+TEST_F(EmuStreams, HostFuncRunsAfterEarlierWorkAndHoldsLaterWork) {
+  Buffer seen(kBytes, GCOLL_EMU_MEM_PINNED);
+  ASSERT_EQ(seen.rc, GCOLL_EMU_OK);
+  std::memset(seen.p, 0, kBytes);
+  HostFuncProbe probe;
+  probe.expect = src_.p;
+  probe.seen = seen.p;
+  probe.bytes = kBytes;
+  EventGuard after;
+  slow(a_.s);
+  ASSERT_EQ(rt_.memcpy_async(seen.p, src_.p, kBytes, a_.s), Status::Ok);  // earlier work
+  ASSERT_EQ(rt_.launch_host_func(a_.s, host_func_probe, &probe), Status::Ok);
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(rt_.memcpy_async(dev_.p, src_.p, kBytes, a_.s), Status::Ok);  // later work
+  ASSERT_EQ(rt_.event_record(after.e, a_.s), Status::Ok);
+  EXPECT_FALSE(probe.ran.load()) << "the host function ran before the work queued ahead of it";
+  // It runs once the filler is through, and the later copy waits for it to return.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!probe.ran.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(probe.ran.load()) << "the host function never ran";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  bool done = true;
+  EXPECT_EQ(rt_.event_query(after.e, &done), Status::Ok);
+  EXPECT_FALSE(done) << "work queued after the host function completed while it ran";
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0))
+      << "the copy behind the host function landed while it ran";
+  probe.release.store(true);
+  ASSERT_EQ(rt_.stream_synchronize(a_.s), Status::Ok);
+  EXPECT_TRUE(probe.saw_earlier_work) << "the host function ran before the copy ahead of it landed";
+  std::vector<unsigned char> back(kBytes);
+  ASSERT_EQ(emu::memcpy(back.data(), dev_.p, kBytes), GCOLL_EMU_OK);
+  EXPECT_TRUE(holds_source(back));
+}
+
+TEST_F(EmuStreams, WaitValueHoldsLaterWorkUntilTheWordIsSet) {
+  MappedWord w;
+  ASSERT_NE(w.p, nullptr);
+  EXPECT_TRUE(rt_.stream_memops_supported());
+  EXPECT_FALSE(rt_.stream_capturing(a_.s));
+  emu::set_delay_for_testing(0);
+  EventGuard e;
+  ASSERT_EQ(rt_.stream_wait_value32(a_.s, w.word(), 1), Status::Ok);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x77, kBytes, a_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(rt_.event_record(e.e, a_.s), Status::Ok);
+  w.set(2);  // not the value waited for
+  EXPECT_FALSE(completes_within(rt_, e.e, 30)) << "work behind the wait ran before the word was set";
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0));
+  EXPECT_EQ(emu::stream_query(a_.s), GCOLL_EMU_ERR_NOT_READY);
+  w.set(1);
+  EXPECT_TRUE(completes_within(rt_, e.e, 2000)) << "the wait did not pass once the word was set";
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0x77));
+  EXPECT_EQ(emu::stream_query(a_.s), GCOLL_EMU_OK);
+}
+
+TEST_F(EmuStreams, WriteValueLandsInStreamOrder) {
+  MappedWord w;
+  ASSERT_NE(w.p, nullptr);
+  // a: filler, the copy, then the write; b: waits for the write, then reads the copy.
+  slow(a_.s);
+  ASSERT_EQ(rt_.memcpy_async(dev_.p, src_.p, kBytes, a_.s), Status::Ok);
+  ASSERT_EQ(rt_.stream_write_value32(a_.s, w.word(), 7), Status::Ok);
+  emu::set_delay_for_testing(0);
+  EXPECT_EQ(w.get(), 0u) << "the write landed before the work queued ahead of it";
+  ASSERT_EQ(rt_.stream_wait_value32(b_.s, w.word(), 7), Status::Ok);
+  ASSERT_EQ(rt_.memcpy_async(out_.p, dev_.p, kBytes, b_.s), Status::Ok);
+  ASSERT_EQ(rt_.stream_synchronize(b_.s), Status::Ok);
+  EXPECT_EQ(w.get(), 7u);
+  EXPECT_TRUE(holds_source(std::vector<unsigned char>(out_.bytes(), out_.bytes() + kBytes)))
+      << "the stream that waited for the write read the buffer before the copy ahead of the write";
+  // Words with no place to be refused.
+  EXPECT_EQ(rt_.stream_write_value32(a_.s, nullptr, 1), Status::ErrArg);
+  EXPECT_EQ(rt_.stream_wait_value32(a_.s, reinterpret_cast<volatile std::uint32_t *>(static_cast<char *>(w.p) + 1), 1),
+            Status::ErrArg);
+}
+
+TEST_F(EmuStreams, MemOpsAndHostFuncsOnTheLegacyStream) {
+  MappedWord w;
+  ASSERT_NE(w.p, nullptr);
+  volatile std::uint32_t *word2 = w.word() + 1;
+  HostFuncProbe probe;
+  probe.expect = probe.seen = src_.p;  // (nothing to check before it)
+  probe.bytes = 1;
+  probe.release.store(true);
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(rt_.stream_wait_value32(nullptr, w.word(), 1), Status::Ok);
+  ASSERT_EQ(emu::memset(dev_.p, 0x33, kBytes), GCOLL_EMU_OK);  // the legacy stream's
+  ASSERT_EQ(rt_.launch_host_func(nullptr, host_func_probe, &probe), Status::Ok);
+  ASSERT_EQ(rt_.stream_write_value32(nullptr, word2, 5), Status::Ok);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(probe.ran.load()) << "the legacy stream ran past its wait";
+  EXPECT_EQ(__atomic_load_n(word2, __ATOMIC_ACQUIRE), 0u);
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0));
+  EXPECT_EQ(emu::stream_query(nullptr), GCOLL_EMU_ERR_NOT_READY);
+  w.set(1);
+  // cudaStreamPerThread (0x2) is the emulation's one default stream too.
+  ASSERT_EQ(rt_.stream_synchronize(reinterpret_cast<Stream>(2)), Status::Ok);
+  EXPECT_TRUE(probe.ran.load());
+  EXPECT_EQ(__atomic_load_n(word2, __ATOMIC_ACQUIRE), 5u);
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0x33));
+}
+
+TEST_F(EmuStreams, StreamBlockedInAWaitHoldsOnlyItself) {
+  MappedWord w;
+  ASSERT_NE(w.p, nullptr);
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(rt_.stream_wait_value32(a_.s, w.word(), 1), Status::Ok);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x44, kBytes, a_.s), GCOLL_EMU_OK);
+  // Other streams (b, the legacy one, a new one) run, and the stream list stays free.
+  EXPECT_TRUE(finishes_while_held(
+      [&] {
+        EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0));
+        ASSERT_EQ(emu::memset(scratch_.p, 1, 128), GCOLL_EMU_OK);
+        ASSERT_EQ(emu::stream_synchronize(nullptr), GCOLL_EMU_OK);
+        void *c = nullptr;
+        ASSERT_EQ(emu::stream_create(&c), GCOLL_EMU_OK);
+        ASSERT_EQ(emu::memcpy_async(out_.p, src_.p, kBytes, c), GCOLL_EMU_OK);
+        ASSERT_EQ(emu::stream_synchronize(c), GCOLL_EMU_OK);
+        ASSERT_EQ(emu::stream_destroy(c), GCOLL_EMU_OK);
+      },
+      w, 1))
+      << "a stream blocked in a wait held up other streams or the stream list";
+  ASSERT_EQ(rt_.stream_synchronize(a_.s), Status::Ok);
+  w.set(0);
+  // device_synchronize and free wait for a blocked stream, as on a GPU, and go on once its
+  // wait passes; meanwhile other threads still create and use streams.
+  ASSERT_EQ(rt_.stream_wait_value32(a_.s, w.word(), 2), Status::Ok);
+  void *p = nullptr;
+  ASSERT_EQ(emu::malloc(&p, 64, GCOLL_EMU_MEM_DEVICE), GCOLL_EMU_OK);
+  std::atomic<bool> synced{false}, freed{false};
+  std::thread sync([&] {
+    EXPECT_EQ(emu::device_synchronize(), GCOLL_EMU_OK);
+    synced.store(true);
+  });
+  std::thread fr([&] {
+    EXPECT_EQ(emu::free(p), GCOLL_EMU_OK);
+    freed.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(synced.load()) << "device_synchronize returned while a stream was blocked in a wait";
+  EXPECT_FALSE(freed.load()) << "free returned while a stream was blocked in a wait";
+  EXPECT_TRUE(finishes_while_held(
+      create_and_destroy_a_stream,
+      w, 2))
+      << "device_synchronize or free held the stream list while a stream was blocked in a wait";
+  sync.join();
+  fr.join();
+  EXPECT_TRUE(synced.load());
+  EXPECT_TRUE(freed.load());
+}
+
+TEST_F(EmuStreams, ParkThreadsWaitsForABlockedStream) {
+  MappedWord w;
+  ASSERT_NE(w.p, nullptr);
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(rt_.stream_wait_value32(a_.s, w.word(), 1), Status::Ok);
+  std::atomic<bool> parked{false};
+  std::thread t([&] {
+    emu::park_threads();
+    parked.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(parked.load()) << "park_threads ended a stream's worker with a wait still queued";
+  EXPECT_TRUE(finishes_while_held(
+      create_and_destroy_a_stream,
+      w, 1))
+      << "park_threads held the stream list while a stream was blocked in a wait";
+  t.join();
+  EXPECT_TRUE(parked.load());
+  // Parked streams get a worker again when used.
+  EXPECT_TRUE(holds_source(peek(src_.p, kBytes, a_.s, out_.p)));
+}
+
+TEST_F(EmuStreams, SleepKeepsAStreamBusyAndQueryTellsIt) {
+  void *s = nullptr;
+  ASSERT_EQ(emu::stream_create(&s), GCOLL_EMU_OK);
+  emu::set_delay_for_testing(0);
+  EXPECT_EQ(emu::stream_query(s), GCOLL_EMU_OK);  // nothing queued
+  ASSERT_EQ(emu::stream_sleep(s, 50000), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x5c, kBytes, s), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_query(s), GCOLL_EMU_ERR_NOT_READY);
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0)) << "the memset did not wait for the sleep";
+  ASSERT_EQ(emu::stream_synchronize(s), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_query(s), GCOLL_EMU_OK);
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0x5c));
+  // Asynchronous copies between pinned and device memory return at once.
+  ASSERT_EQ(emu::stream_sleep(s, 30000), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memcpy_async(dev_.p, src_.p, kBytes, s), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_query(s), GCOLL_EMU_ERR_NOT_READY);
+  ASSERT_EQ(emu::stream_synchronize(s), GCOLL_EMU_OK);
+  EXPECT_TRUE(holds_source(peek(dev_.p, kBytes, b_.s, out_.p)));
+  ASSERT_EQ(emu::stream_destroy(s), GCOLL_EMU_OK);
+  // Handles that are not streams of the emulation.
+  int not_a_stream = 0;
+  EXPECT_EQ(emu::stream_query(&not_a_stream), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::stream_sleep(&not_a_stream, 1), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::stream_destroy(nullptr), GCOLL_EMU_ERR_INVALID);  // the legacy stream
+  EXPECT_EQ(emu::stream_create(nullptr), GCOLL_EMU_ERR_INVALID);
 }
 
 // ---- reductions ------------------------------------------------------------------------

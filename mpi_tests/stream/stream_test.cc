@@ -1,0 +1,448 @@
+// Stream-ordered collectives (issue 30: MPICH's stream API, include/gcoll/mpix_stream.h):
+// MPIX_<Name>_enqueue of the six collectives on device buffers (gpu_api.h: a GPU, or the
+// emulated one), each result against the PMPI_* blocking reference on host copies.
+//
+// The ordering is what each case checks: the input reaches the device buffer by a copy
+// queued on the stream just before the enqueue call, behind a stretch of busy stream
+// (gpu_stream_sleep, emulated GPU) and a memset of garbage; the result is read back by a
+// copy queued on the stream just after it, and only then is the stream synchronized. A
+// collective that read its input before the stream's earlier work, or let the later copy
+// run before it ended, gives a wrong result.
+//
+// GCOLLTEST_THREAD_MULTIPLE=1: the proxy thread (the call returns at once; checked where
+// the emulated GPU can keep a stream busy). Without it: host-synchronous calls.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gcoll/mpix_stream.h"
+#include "gpu/gpu_api.h"
+#include "harness.h"
+#include "checks.h"
+#include "types.h"
+
+using gct::world_rank;
+using gct::world_size;
+
+namespace {
+
+bool thread_multiple() {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  return level == MPI_THREAD_MULTIPLE;
+}
+
+// A stream, its MPIX_Stream and a stream communicator over `comm`.
+struct StreamComm {
+  void *stream = nullptr;
+  MPIX_Stream mpix = MPIX_STREAM_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool own_stream = false;
+  StreamComm(MPI_Comm parent, bool legacy) {
+    if (!legacy) {
+      EXPECT_EQ(gpu_stream_create(&stream), 0);
+      own_stream = true;
+    }
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "type", "cudaStream_t");
+    EXPECT_EQ(MPIX_Info_set_hex(info, "value", &stream, sizeof stream), MPI_SUCCESS);
+    EXPECT_EQ(MPIX_Stream_create(info, &mpix), MPI_SUCCESS);
+    MPI_Info_free(&info);
+    EXPECT_EQ(MPIX_Stream_comm_create(parent, mpix, &comm), MPI_SUCCESS);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  }
+  ~StreamComm() {
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    if (mpix != MPIX_STREAM_NULL) MPIX_Stream_free(&mpix);
+    if (own_stream) gpu_stream_destroy(stream);
+  }
+};
+
+// Device memory for the test's lifetime.
+struct Dev {
+  void *p = nullptr;
+  explicit Dev(size_t bytes) { EXPECT_EQ(gpu_malloc(&p, bytes ? bytes : 1, GPU_MEM_DEVICE), 0); }
+  ~Dev() {
+    if (p) gpu_free(p, GPU_MEM_DEVICE);
+  }
+};
+
+// Values of rank r's element i (exact in float and double sums of a few ranks).
+template <class T>
+T value_of(int r, size_t i, int salt) {
+  return static_cast<T>(static_cast<int>((i * 7 + static_cast<size_t>(r) * 13 + static_cast<size_t>(salt)) % 61) - 20);
+}
+
+template <class T>
+std::vector<T> pattern(int r, size_t n, int salt) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = value_of<T>(r, i, salt);
+  return v;
+}
+
+// The input's way onto the device: garbage, a busy stretch, then the data (all on `s`).
+void late_input(void *dev, const void *host, size_t bytes, void *s, unsigned busy_us) {
+  if (!bytes) return;
+  EXPECT_EQ(gpu_memset_async(dev, 0x7f, bytes, s), 0);
+  if (gpu_emulated()) EXPECT_EQ(gpu_stream_sleep(s, busy_us), 0);
+  EXPECT_EQ(gpu_memcpy_async(dev, host, bytes, s), 0);
+}
+
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <>
+MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <>
+MPI_Datatype mpi_type<int>() { return MPI_INT; }
+
+template <class T>
+bool same(const std::vector<T> &got, const std::vector<T> &want, const char *what) {
+  for (size_t i = 0; i < want.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+      gct::report("%s: element %zu: got %g, want %g", what, i, static_cast<double>(got[i]),
+                  static_cast<double>(want[i]));
+      return false;
+    }
+  return true;
+}
+
+const unsigned kBusyUs = 3000;
+
+template <class T>
+bool allreduce_case(const StreamComm &sc, size_t n, MPI_Op op, bool in_place, int salt) {
+  const int r = world_rank();
+  const size_t bytes = n * sizeof(T);
+  std::vector<T> in = pattern<T>(r, n, salt), want(n), got(n, T(0));
+  PMPI_Allreduce(in.data(), want.data(), static_cast<int>(n), mpi_type<T>(), op, MPI_COMM_WORLD);
+  Dev din(bytes), dout(bytes);
+  late_input(din.p, in.data(), bytes, sc.stream, kBusyUs);
+  const int rc = MPIX_Allreduce_enqueue(in_place ? MPI_IN_PLACE : din.p, in_place ? din.p : dout.p,
+                                        static_cast<int>(n), mpi_type<T>(), op, sc.comm);
+  if (bytes) EXPECT_EQ(gpu_memcpy_async(got.data(), in_place ? din.p : dout.p, bytes, sc.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  return rc == MPI_SUCCESS && same(got, want, "MPIX_Allreduce_enqueue");
+}
+
+template <class T>
+bool bcast_case(const StreamComm &sc, size_t n, int root, int salt) {
+  const int r = world_rank();
+  const size_t bytes = n * sizeof(T);
+  std::vector<T> in = pattern<T>(r, n, salt), want = pattern<T>(root, n, salt), got(n, T(0));
+  Dev d(bytes);
+  late_input(d.p, in.data(), bytes, sc.stream, kBusyUs);
+  const int rc = MPIX_Bcast_enqueue(d.p, static_cast<int>(n), mpi_type<T>(), root, sc.comm);
+  if (bytes) EXPECT_EQ(gpu_memcpy_async(got.data(), d.p, bytes, sc.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  return rc == MPI_SUCCESS && same(got, want, "MPIX_Bcast_enqueue");
+}
+
+template <class T>
+bool allgather_case(const StreamComm &sc, size_t n, int salt) {
+  const int r = world_rank(), p = world_size();
+  std::vector<T> in = pattern<T>(r, n, salt), want(n * p), got(n * p, T(0));
+  PMPI_Allgather(in.data(), static_cast<int>(n), mpi_type<T>(), want.data(), static_cast<int>(n), mpi_type<T>(),
+                 MPI_COMM_WORLD);
+  Dev din(n * sizeof(T)), dout(n * p * sizeof(T));
+  late_input(din.p, in.data(), n * sizeof(T), sc.stream, kBusyUs);
+  const int rc = MPIX_Allgather_enqueue(din.p, static_cast<int>(n), mpi_type<T>(), dout.p, static_cast<int>(n),
+                                        mpi_type<T>(), sc.comm);
+  if (n) EXPECT_EQ(gpu_memcpy_async(got.data(), dout.p, n * p * sizeof(T), sc.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  return rc == MPI_SUCCESS && same(got, want, "MPIX_Allgather_enqueue");
+}
+
+template <class T>
+bool reduce_scatter_block_case(const StreamComm &sc, size_t n, MPI_Op op, int salt) {
+  const int r = world_rank(), p = world_size();
+  std::vector<T> in = pattern<T>(r, n * p, salt), want(n), got(n, T(0));
+  PMPI_Reduce_scatter_block(in.data(), want.data(), static_cast<int>(n), mpi_type<T>(), op, MPI_COMM_WORLD);
+  Dev din(n * p * sizeof(T)), dout(n * sizeof(T));
+  late_input(din.p, in.data(), n * p * sizeof(T), sc.stream, kBusyUs);
+  const int rc = MPIX_Reduce_scatter_block_enqueue(din.p, dout.p, static_cast<int>(n), mpi_type<T>(), op, sc.comm);
+  if (n) EXPECT_EQ(gpu_memcpy_async(got.data(), dout.p, n * sizeof(T), sc.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  return rc == MPI_SUCCESS && same(got, want, "MPIX_Reduce_scatter_block_enqueue");
+}
+
+template <class T>
+bool reduce_case(const StreamComm &sc, size_t n, MPI_Op op, int root, int salt) {
+  const int r = world_rank();
+  const size_t bytes = n * sizeof(T);
+  std::vector<T> in = pattern<T>(r, n, salt), want(n), got(n, T(0));
+  PMPI_Reduce(in.data(), want.data(), static_cast<int>(n), mpi_type<T>(), op, root, MPI_COMM_WORLD);
+  Dev din(bytes), dout(bytes);
+  late_input(din.p, in.data(), bytes, sc.stream, kBusyUs);
+  const int rc = MPIX_Reduce_enqueue(din.p, dout.p, static_cast<int>(n), mpi_type<T>(), op, root, sc.comm);
+  if (bytes && r == root) EXPECT_EQ(gpu_memcpy_async(got.data(), dout.p, bytes, sc.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  return rc == MPI_SUCCESS && (r != root || same(got, want, "MPIX_Reduce_enqueue"));
+}
+
+template <class T>
+bool alltoall_case(const StreamComm &sc, size_t n, int salt) {
+  const int r = world_rank(), p = world_size();
+  std::vector<T> in = pattern<T>(r, n * p, salt), want(n * p), got(n * p, T(0));
+  PMPI_Alltoall(in.data(), static_cast<int>(n), mpi_type<T>(), want.data(), static_cast<int>(n), mpi_type<T>(),
+                MPI_COMM_WORLD);
+  Dev din(n * p * sizeof(T)), dout(n * p * sizeof(T));
+  late_input(din.p, in.data(), n * p * sizeof(T), sc.stream, kBusyUs);
+  const int rc = MPIX_Alltoall_enqueue(din.p, static_cast<int>(n), mpi_type<T>(), dout.p, static_cast<int>(n),
+                                       mpi_type<T>(), sc.comm);
+  if (n) EXPECT_EQ(gpu_memcpy_async(got.data(), dout.p, n * p * sizeof(T), sc.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  return rc == MPI_SUCCESS && same(got, want, "MPIX_Alltoall_enqueue");
+}
+
+const size_t kCounts[] = {1, 7, 1000, 65536 + 3};
+
+}  // namespace
+
+// Every collective, several sizes, types and ops, on a stream of the test's.
+TEST(Stream, EveryCollectiveInStreamOrder) {
+  StreamComm sc(MPI_COMM_WORLD, false);
+  bool ok = true;
+  int salt = 0;
+  for (size_t n : kCounts) {
+    ++salt;
+    gct::set_phase("allreduce n=%zu", n);
+    ok = allreduce_case<float>(sc, n, MPI_SUM, false, salt) && ok;
+    ok = allreduce_case<double>(sc, n, MPI_MAX, true, salt) && ok;
+    ok = allreduce_case<int>(sc, n, MPI_MIN, false, salt) && ok;
+    gct::set_phase("bcast n=%zu", n);
+    ok = bcast_case<int>(sc, n, static_cast<int>(n % world_size()), salt) && ok;
+    ok = bcast_case<double>(sc, n, world_size() - 1, salt) && ok;
+    gct::set_phase("allgather n=%zu", n);
+    ok = allgather_case<float>(sc, n, salt) && ok;
+    gct::set_phase("reduce_scatter_block n=%zu", n);
+    ok = reduce_scatter_block_case<float>(sc, n, MPI_SUM, salt) && ok;
+    ok = reduce_scatter_block_case<int>(sc, n, MPI_MAX, salt) && ok;
+    gct::set_phase("reduce n=%zu", n);
+    ok = reduce_case<double>(sc, n, MPI_SUM, 0, salt) && ok;
+    ok = reduce_case<int>(sc, n, MPI_MAX, world_size() - 1, salt) && ok;
+    gct::set_phase("alltoall n=%zu", n);
+    ok = alltoall_case<int>(sc, n, salt) && ok;
+  }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// The allreduce on every predefined type and every op the blocking tests run on it
+// (types.h: tested_ops), 1001 elements, against PMPI_Allreduce with the tests' tolerance
+// (TypeDesc::compare); where the MPI's own MAX/MIN on an unsigned type is known wrong
+// (mpi_unsigned_minmax_wrong) either its result or the right one is accepted, as in the
+// blocking tests (a call gcoll stages goes to the MPI).
+TEST(Stream, AllreduceEveryTypeAndOp) {
+  StreamComm sc(MPI_COMM_WORLD, false);
+  const size_t n = 1001;
+  size_t max_extent = 0;
+  for (const gct::TypeDesc &t : gct::all_types()) max_extent = std::max(max_extent, t.extent);
+  Dev din(n * max_extent), dout(n * max_extent);
+  std::vector<unsigned char> in(n * max_extent), ref(n * max_extent), ref_mpi(n * max_extent), got(n * max_extent);
+  bool ok = true;
+  int cases = 0;
+  for (const gct::TypeDesc &t : gct::all_types()) {
+    for (MPI_Op op : gct::tested_ops(t)) {
+      gct::set_phase("allreduce %s %s", t.name, gct::op_name(op));
+      const uint32_t seed = gct::next_seed();
+      const size_t bytes = n * t.extent;
+      t.fill(in.data(), n, world_rank(), seed, op);
+      PMPI_Allreduce(in.data(), ref.data(), static_cast<int>(n), gct::reference_type(t, op), op, MPI_COMM_WORLD);
+      const bool either = gct::mpi_unsigned_minmax_wrong(t, op);
+      if (either) PMPI_Allreduce(in.data(), ref_mpi.data(), static_cast<int>(n), t.type, op, MPI_COMM_WORLD);
+      late_input(din.p, in.data(), bytes, sc.stream, 500);
+      const int rc = MPIX_Allreduce_enqueue(din.p, dout.p, static_cast<int>(n), t.type, op, sc.comm);
+      EXPECT_EQ(gpu_memcpy_async(got.data(), dout.p, bytes, sc.stream), 0);
+      EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+      size_t first = 0;
+      std::string detail;
+      bool good = rc == MPI_SUCCESS && t.compare(got.data(), ref.data(), n, op, world_size(), &first, &detail) == 0;
+      if (!good && either && rc == MPI_SUCCESS)
+        good = t.compare(got.data(), ref_mpi.data(), n, op, world_size(), &first, &detail) == 0;
+      if (!good) gct::report("allreduce %s %s: rc %d, element %zu: %s", t.name, gct::op_name(op), rc, first, detail.c_str());
+      ok = ok && good;
+      ++cases;
+    }
+  }
+  if (cases < 20) gct::report("only %d (type, op) cases", cases), ok = false;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// The legacy default stream (a NULL cudaStream_t).
+TEST(Stream, LegacyDefaultStream) {
+  StreamComm sc(MPI_COMM_WORLD, true);
+  bool ok = allreduce_case<float>(sc, 1000, MPI_SUM, false, 5);
+  ok = bcast_case<int>(sc, 77, 0, 6) && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// Many calls back to back, one synchronization at the end: each reads what the one before
+// it wrote (an allreduce in place, ten times: every element is multiplied by size^10 on
+// the way, exact in doubles).
+TEST(Stream, BackToBackWithOneSync) {
+  StreamComm sc(MPI_COMM_WORLD, false);
+  const size_t n = 4099;
+  const int r = world_rank(), p = world_size();
+  std::vector<double> in(n), got(n, 0.0), want(n);
+  for (size_t i = 0; i < n; ++i) in[i] = static_cast<double>((i % 5) + 1);  // the same on every rank
+  double f = 1;
+  for (int k = 0; k < 10; ++k) f *= p;
+  for (size_t i = 0; i < n; ++i) want[i] = in[i] * f;
+  Dev d(n * sizeof(double));
+  late_input(d.p, in.data(), n * sizeof(double), sc.stream, kBusyUs);
+  int rc = MPI_SUCCESS;
+  for (int k = 0; k < 10 && rc == MPI_SUCCESS; ++k)
+    rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, sc.comm);
+  EXPECT_EQ(gpu_memcpy_async(got.data(), d.p, n * sizeof(double), sc.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  (void)r;
+  EXPECT_ALL_RANKS(rc == MPI_SUCCESS && same(got, want, "ten allreduces back to back"));
+}
+
+// With the proxy thread, the call returns while the stream is still busy with earlier
+// work (the emulated GPU keeps it busy for 300 ms); host-synchronous, it waits for it.
+TEST(Stream, TheHostDoesNotWait) {
+  if (!gpu_emulated()) GTEST_SKIP() << "needs gpu_stream_sleep (emulated GPU)";
+  StreamComm sc(MPI_COMM_WORLD, false);
+  Dev d(4096);
+  EXPECT_EQ(gpu_memset_async(d.p, 0, 4096, sc.stream), 0);
+  EXPECT_EQ(gpu_stream_sleep(sc.stream, 300000), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 1024, MPI_INT, MPI_SUM, sc.comm);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int busy = gpu_stream_query(sc.stream);
+  EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+  bool ok = rc == MPI_SUCCESS;
+  if (thread_multiple()) {
+    // Returned before the stream's earlier work ended (and so before the collective ran).
+    if (busy != 1 || ms > 250) gct::report("the call took %.1f ms; stream busy after it: %d", ms, busy);
+    ok = ok && busy == 1 && ms < 250;
+  } else {
+    if (ms < 250) gct::report("host-synchronous, yet the call took only %.1f ms", ms);
+    ok = ok && ms >= 250;
+  }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// Two stream communicators on two streams progress independently: a call on the second
+// completes while the first's stream is still busy (proxy thread only).
+TEST(Stream, TwoStreamsIndependent) {
+  if (!gpu_emulated()) GTEST_SKIP() << "needs gpu_stream_sleep (emulated GPU)";
+  if (!thread_multiple()) GTEST_SKIP() << "host-synchronous without MPI_THREAD_MULTIPLE";
+  StreamComm a(MPI_COMM_WORLD, false), b(MPI_COMM_WORLD, false);
+  // (Every buffer allocated first and freed last: cudaFree waits for the whole device.)
+  Dev da(64), db(64);
+  std::vector<int> in(16, world_rank() + 1), got(16, 0);
+  EXPECT_EQ(gpu_memset_async(da.p, 0, 64, a.stream), 0);
+  EXPECT_EQ(gpu_stream_sleep(a.stream, 400000), 0);
+  EXPECT_EQ(MPIX_Allreduce_enqueue(MPI_IN_PLACE, da.p, 16, MPI_INT, MPI_SUM, a.comm), MPI_SUCCESS);
+  late_input(db.p, in.data(), 64, b.stream, kBusyUs);
+  const int rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, db.p, 16, MPI_INT, MPI_SUM, b.comm);
+  EXPECT_EQ(gpu_memcpy_async(got.data(), db.p, 64, b.stream), 0);
+  EXPECT_EQ(gpu_stream_synchronize(b.stream), 0);
+  const int p = world_size();
+  const bool ok_b = rc == MPI_SUCCESS && got == std::vector<int>(16, p * (p + 1) / 2);
+  const int a_busy = gpu_stream_query(a.stream);
+  EXPECT_EQ(gpu_stream_synchronize(a.stream), 0);
+  if (a_busy != 1) gct::report("stream a was done (%d) before b's call completed", a_busy);
+  EXPECT_ALL_RANKS(ok_b && a_busy == 1);
+}
+
+// Bad input: the standard's error classes through the communicator's error handler
+// (MPI_ERRORS_RETURN here), nothing queued.
+TEST(Stream, BadInput) {
+  StreamComm sc(MPI_COMM_WORLD, false);
+  Dev d(64);
+  bool ok = true;
+  const auto cls = [](int rc) { return gct::error_class(rc); };
+  // A communicator without a stream.
+  int rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (cls(rc) != MPI_ERR_COMM) gct::report("no stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, -1, MPI_INT, MPI_SUM, sc.comm);
+  if (cls(rc) != MPI_ERR_COUNT) gct::report("count -1: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  rc = MPIX_Bcast_enqueue(d.p, 4, MPI_INT, world_size(), sc.comm);
+  if (cls(rc) != MPI_ERR_ROOT) gct::report("root = size: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 4, MPI_DATATYPE_NULL, MPI_SUM, sc.comm);
+  if (cls(rc) != MPI_ERR_TYPE) gct::report("null type: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  rc = MPIX_Reduce_enqueue(d.p, d.p, 4, MPI_INT, MPI_OP_NULL, 0, sc.comm);
+  if (cls(rc) != MPI_ERR_OP) gct::report("null op: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  // A stream still attached to a communicator cannot be freed.
+  MPIX_Stream s = sc.mpix;
+  rc = MPIX_Stream_free(&s);
+  if (cls(rc) != MPI_ERR_ARG || s != sc.mpix) gct::report("free of an attached stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  // A stream communicator without a GPU stream (info MPI_INFO_NULL: a general stream).
+  MPIX_Stream general = MPIX_STREAM_NULL;
+  EXPECT_EQ(MPIX_Stream_create(MPI_INFO_NULL, &general), MPI_SUCCESS);
+  MPI_Comm gcomm = MPI_COMM_NULL;
+  EXPECT_EQ(MPIX_Stream_comm_create(MPI_COMM_WORLD, general, &gcomm), MPI_SUCCESS);
+  MPI_Comm_set_errhandler(gcomm, MPI_ERRORS_RETURN);
+  rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 4, MPI_INT, MPI_SUM, gcomm);
+  if (cls(rc) != MPI_ERR_COMM) gct::report("general stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  MPIX_Stream got = MPIX_STREAM_NULL;
+  EXPECT_EQ(MPIX_Comm_get_stream(gcomm, 0, &got), MPI_SUCCESS);
+  ok = ok && got == general;
+  MPI_Comm_free(&gcomm);
+  EXPECT_EQ(MPIX_Stream_free(&general), MPI_SUCCESS);
+  // A value that is not a stream.
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "type", "cudaStream_t");
+  MPI_Info_set(info, "value", "12zz");
+  MPIX_Stream bad = MPIX_STREAM_NULL;
+  rc = MPIX_Stream_create(info, &bad);
+  MPI_Info_free(&info);
+  if (cls(rc) != MPI_ERR_ARG) gct::report("bad hex value: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  // The stream communicator still works after all that.
+  ok = allreduce_case<int>(sc, 5, MPI_SUM, false, 3) && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// MPICH's encoding with runs of zero bytes ("[n]", MPICH 4.2 and later) decodes to the
+// same stream as the plain one.
+TEST(Stream, HexWithZeroRuns) {
+  void *s = nullptr;
+  ASSERT_EQ(gpu_stream_create(&s), 0);
+  unsigned char b[sizeof s];
+  std::memcpy(b, &s, sizeof s);
+  std::string hex;
+  char two[3];
+  for (size_t i = 0; i < sizeof s;) {
+    if (b[i] == 0 && i + 1 < sizeof s && b[i + 1] == 0) {
+      size_t j = i;
+      while (j < sizeof s && b[j] == 0) ++j;
+      hex += "[" + std::to_string(j - i) + "]";
+      i = j;
+    } else {
+      std::snprintf(two, sizeof two, "%02X", b[i]);
+      hex += two;
+      ++i;
+    }
+  }
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "type", "cudaStream_t");
+  MPI_Info_set(info, "value", hex.c_str());
+  MPIX_Stream ms = MPIX_STREAM_NULL;
+  EXPECT_EQ(MPIX_Stream_create(info, &ms), MPI_SUCCESS);
+  MPI_Info_free(&info);
+  MPI_Comm c = MPI_COMM_NULL;
+  EXPECT_EQ(MPIX_Stream_comm_create(MPI_COMM_WORLD, ms, &c), MPI_SUCCESS);
+  Dev d(16);
+  std::vector<int> one(4, 1), got(4, 0);
+  EXPECT_EQ(gpu_memcpy_async(d.p, one.data(), 16, s), 0);
+  EXPECT_EQ(MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 4, MPI_INT, MPI_SUM, c), MPI_SUCCESS);
+  EXPECT_EQ(gpu_memcpy_async(got.data(), d.p, 16, s), 0);
+  EXPECT_EQ(gpu_stream_synchronize(s), 0);
+  MPI_Comm_free(&c);
+  EXPECT_EQ(MPIX_Stream_free(&ms), MPI_SUCCESS);
+  gpu_stream_destroy(s);
+  EXPECT_ALL_RANKS(got == std::vector<int>(4, world_size()));
+}

@@ -1,0 +1,682 @@
+// MPICH's stream API (include/gcoll/mpix_stream.h, issue 30), defined by gcoll where the
+// MPI it is built for lacks it: stream objects, stream communicators, and the enqueue form
+// of six collectives (base/coll_list.h: GCOLL_ENQUEUE_COLLS).
+//
+// A stream communicator is a duplicate of the application's communicator (what
+// MPIX_Stream_comm_create returns) and, beside it, a second duplicate nobody else uses
+// (`inner`, errors returned) on which gcoll runs the enqueued calls: the blocking
+// collective, gcoll's whole path (engine, staged or the MPI), as if the application had
+// called it there, in the stream's order, counted on the <name>_enqueue line of the stats.
+// Every rank runs the same calls on `inner` in the same order (MPI requires the enqueue
+// calls in the same order on every rank, as any collective), whichever way each rank
+// waits for its stream:
+//   - a proxy thread (coll/stream_queue.h) where the MPI granted MPI_THREAD_MULTIPLE and
+//     the driver has stream memory operations: the call returns at once, the stream hands
+//     the call to the thread when it reaches it and waits for its end (on the GPU's front
+//     end: no SM held, safe without MPS);
+//   - otherwise host-synchronous: the call waits for the stream (cudaStreamSynchronize),
+//     runs the collective and returns; the stream's later work, queued after the return,
+//     follows it. Correct, with the host blocked in the call (the README says so).
+// A failure inside a call the proxy ran goes through the application's communicator's
+// error handler on the proxy thread (fatal by default, as MPICH's assertion in its
+// callback); under MPI_ERRORS_RETURN the next enqueue call on the communicator returns it.
+//
+// Built against an MPI whose mpi.h declares the API (MPICH >= 4.1: MPIX_STREAM_NULL),
+// gcoll defines none of it (not yet taken over: the README says so).
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "base/log.h"
+#include "base/stats.h"
+#include "coll/mpi_forms.h"
+#include "coll/stream_queue.h"
+#include "pmpi/collectives.h"
+#include "pmpi/errors.h"
+#include "pmpi/mpi_flavor.h"
+#include "pmpi/runtime.h"
+#include "pmpi/stream.h"
+
+#ifndef MPIX_STREAM_NULL
+#include "gcoll/mpix_stream.h"
+
+struct gcoll_mpix_stream {
+  bool gpu = false;        // info "type" = "cudaStream_t"
+  void *cuda = nullptr;    // the cudaStream_t (nullptr: the legacy default stream)
+  std::atomic<int> comms{0};  // stream communicators made with it and not freed
+};
+
+namespace gcoll {
+namespace {
+
+#define GCOLL_EXPORT __attribute__((visibility("default")))
+
+// Under another MPI (pmpi/mpi_flavor.h): its own function of that name if it has one,
+// else a failure (the error class is this build's MPI_ERR_OTHER: the other MPI's numbering
+// is unknown here).
+#define GCOLL_STREAM_FORWARD(name, ...)                                            \
+  if (__builtin_expect(gcoll::flavor::g_foreign_mpi, 0)) {                             \
+    static void *next = dlsym(RTLD_NEXT, #name);                                   \
+    return next ? reinterpret_cast<decltype(&name)>(next)(__VA_ARGS__) : MPI_ERR_OTHER; \
+  }
+
+// ---- stream objects ------------------------------------------------------------------
+
+std::mutex g_mu;  // the live streams, the stream communicators, the keyval
+std::unordered_set<gcoll_mpix_stream *> &live_streams() {
+  static auto *s = new std::unordered_set<gcoll_mpix_stream *>;  // never destroyed
+  return *s;
+}
+
+bool stream_live(gcoll_mpix_stream *s) {
+  std::lock_guard<std::mutex> g(g_mu);
+  return live_streams().count(s) != 0;
+}
+
+// MPICH's hex encoding (MPL_hex_encode): two hex digits per byte in memory order; MPICH
+// 4.2 and later also write a run of n zero bytes as "[n]". Decodes exactly `len` bytes.
+bool hex_decode(const char *s, unsigned char *out, std::size_t len) {
+  std::size_t n = 0;
+  const auto digit = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  while (*s) {
+    if (*s == '[') {
+      ++s;
+      std::size_t run = 0;
+      bool any = false;
+      while (*s >= '0' && *s <= '9') {
+        run = run * 10 + static_cast<std::size_t>(*s++ - '0');
+        any = true;
+        if (run > len) return false;
+      }
+      if (!any || *s != ']' || n + run > len) return false;
+      ++s;
+      std::memset(out + n, 0, run);
+      n += run;
+    } else {
+      const int hi = digit(s[0]), lo = hi < 0 ? -1 : digit(s[1]);
+      if (lo < 0 || n >= len) return false;
+      out[n++] = static_cast<unsigned char>(hi * 16 + lo);
+      s += 2;
+    }
+  }
+  return n == len;
+}
+
+// The info's value of `key`, or "" (false when absent).
+bool info_value(MPI_Info info, const char *key, std::string *out) {
+  if (info == MPI_INFO_NULL) return false;
+  int flag = 0;
+#if MPI_VERSION >= 4  // MPI_Info_get and _get_valuelen are deprecated in MPI-4.0
+  int len = 0;
+  char probe[1];
+  if (PMPI_Info_get_string(info, key, &len, probe, &flag) != MPI_SUCCESS || !flag || len < 1) return false;
+  std::vector<char> v(static_cast<std::size_t>(len), '\0');
+  if (PMPI_Info_get_string(info, key, &len, v.data(), &flag) != MPI_SUCCESS || !flag) return false;
+#else
+  int len = 0;
+  if (PMPI_Info_get_valuelen(info, key, &len, &flag) != MPI_SUCCESS || !flag) return false;
+  std::vector<char> v(static_cast<std::size_t>(len) + 1, '\0');
+  if (PMPI_Info_get(info, key, len, v.data(), &flag) != MPI_SUCCESS || !flag) return false;
+#endif
+  *out = v.data();
+  return true;
+}
+
+// ---- stream communicators ------------------------------------------------------------
+
+struct StreamComm {
+  MPI_Comm app = MPI_COMM_NULL;    // the application's handle
+  MPI_Comm inner = MPI_COMM_NULL;  // where the calls run
+  gcoll_mpix_stream *stream = nullptr;
+  std::unique_ptr<StreamQueue> queue;  // nullptr: host-synchronous (or no GPU stream)
+  std::atomic<int> failed{MPI_SUCCESS};  // a proxy call's error, for the next call (MPI_ERRORS_RETURN)
+};
+
+int g_keyval = MPI_KEYVAL_INVALID;
+std::vector<StreamComm *> &registry() {
+  static auto *r = new std::vector<StreamComm *>;  // never destroyed
+  return *r;
+}
+
+void release(StreamComm *sc) {
+  sc->queue.reset();  // waits for the calls the stream has not reached yet
+  if (sc->inner != MPI_COMM_NULL) PMPI_Comm_free(&sc->inner);
+  if (sc->stream) sc->stream->comms.fetch_sub(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> g(g_mu);
+    auto &r = registry();
+    for (auto it = r.begin(); it != r.end(); ++it)
+      if (*it == sc) {
+        r.erase(it);
+        break;
+      }
+  }
+  delete sc;
+}
+
+// MPI_Comm_free of a stream communicator (or MPI_Finalize: release_stream_comms).
+int delete_stream_comm(MPI_Comm, int, void *attr, void *) {
+  const bool done = no_throw("freeing a stream communicator", [attr] { release(static_cast<StreamComm *>(attr)); });
+  return done ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
+int keyval() {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (g_keyval == MPI_KEYVAL_INVALID &&
+      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_stream_comm, &g_keyval, nullptr) != MPI_SUCCESS)
+    return MPI_KEYVAL_INVALID;
+  return g_keyval;
+}
+
+StreamComm *stream_comm_of(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return nullptr;
+  int kv;
+  {
+    std::lock_guard<std::mutex> g(g_mu);
+    kv = g_keyval;
+  }
+  if (kv == MPI_KEYVAL_INVALID) return nullptr;
+  void *attr = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, kv, &attr, &found) != MPI_SUCCESS || !found) return nullptr;
+  return static_cast<StreamComm *>(attr);
+}
+
+// ---- the enqueue calls -----------------------------------------------------------------
+
+// A datatype the call holds until it has run (MPI lets the application free its handle
+// once the call returns): predefined ones as they are, others duplicated.
+struct HeldType {
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  bool dup = false;
+};
+bool hold(MPI_Datatype t, HeldType *out) {
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+  if (combiner == MPI_COMBINER_NAMED) {
+    out->t = t;
+    return true;
+  }
+  if (PMPI_Type_dup(t, &out->t) != MPI_SUCCESS) return false;
+  out->dup = true;
+  return true;
+}
+void let_go(HeldType *h) {
+  if (h->dup && h->t != MPI_DATATYPE_NULL) PMPI_Type_free(&h->t);
+  h->dup = false;
+}
+// A call's held types, let go when the call goes (after its run; a call captured into a
+// CUDA graph runs at every launch and goes with the queue).
+struct HeldTypes {
+  std::vector<HeldType> v;
+  HeldTypes() = default;
+  HeldTypes(const HeldTypes &) = delete;
+  HeldTypes &operator=(const HeldTypes &) = delete;
+  ~HeldTypes() {
+    for (HeldType &x : v) let_go(&x);
+  }
+};
+
+// What every enqueue call checks before anything is queued (the blocking call checks the
+// rest when it runs, and reports through the handler): Status::Ok or the error.
+Status check_type(MPI_Datatype t, std::string *why) {
+  int size = 0;
+  if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &size) != MPI_SUCCESS) {
+    *why = "invalid datatype";
+    return Status::ErrType;
+  }
+  return Status::Ok;
+}
+
+// Runs `call(inner)` (the blocking collective on the inner communicator, returning its MPI
+// error code) in the stream's order on the stream communicator `comm`. `types`: the
+// datatypes the call reads, held until it has run. `checks`: the argument checks, Status::Ok
+// or an error with its text.
+template <class Checks, class Call>
+int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MPI_Datatype> types, Checks &&checks,
+            Call &&call) {
+  const Coll line = coll_form(coll, Form::Enqueue);
+  Stats &stats = process_stats();
+  return guarded(
+      comm, func,
+      [&]() -> int {
+        StreamComm *sc = stream_comm_of(comm);
+        if (!sc || !sc->stream || !sc->stream->gpu) {
+          stats.record(line, Path::Error, 0);
+          return raise_error(comm, Status::ErrComm, func,
+                             comm == MPI_COMM_NULL ? "the communicator is MPI_COMM_NULL"
+                                                   : "the communicator has no CUDA stream (MPIX_Stream_comm_create with "
+                                                     "a stream whose info type is cudaStream_t)");
+        }
+        const int earlier = sc->failed.exchange(MPI_SUCCESS, std::memory_order_acq_rel);
+        if (earlier != MPI_SUCCESS) {
+          stats.record(line, Path::Error, 0);
+          GCOLL_WARN("%s: an earlier enqueued call on this communicator failed", func);
+          PMPI_Comm_call_errhandler(comm, earlier);
+          return earlier;
+        }
+        std::string why;
+        Status st = checks(&why);
+        if (!ok(st)) {
+          stats.record(line, Path::Error, 0);
+          return raise_error(comm, st, func, why.c_str());
+        }
+        if (!sc->queue) {
+          // Host-synchronous: the stream's earlier work first, then the call here.
+          st = StreamQueue::synchronize(sc->stream->cuda, &why);
+          if (!ok(st)) {
+            stats.record(line, Path::Error, 0);
+            return raise_error(comm, st, func, why.c_str());
+          }
+          int rc;
+          {
+            StatsFormScope form(Form::Enqueue);
+            rc = call(sc->inner);
+          }
+          if (rc != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, rc);
+          return rc;
+        }
+        // The held types replace the application's in the call, in order.
+        std::shared_ptr<HeldTypes> keep = std::make_shared<HeldTypes>();
+        keep->v.reserve(types.size());
+        for (MPI_Datatype t : types) {
+          HeldType h;
+          if (!hold(t, &h)) {
+            stats.record(line, Path::Error, 0);
+            return raise_error(comm, Status::ErrType, func, "invalid datatype");
+          }
+          keep->v.push_back(h);
+        }
+        MPI_Comm inner = sc->inner;
+        MPI_Comm app = comm;
+        std::atomic<int> *failed = &sc->failed;
+        std::string fname = func;
+        st = sc->queue->enqueue(
+            [call, keep, inner, app, failed, fname]() mutable {
+              int rc;
+              {
+                StatsFormScope form(Form::Enqueue);
+                rc = call(inner, keep->v);
+              }
+              if (rc != MPI_SUCCESS) {
+                int expected = MPI_SUCCESS;
+                failed->compare_exchange_strong(expected, rc, std::memory_order_acq_rel);
+                GCOLL_WARN("%s: the enqueued call failed on the proxy thread (MPI error %d)", fname.c_str(), rc);
+                PMPI_Comm_call_errhandler(app, rc);
+              }
+            },
+            &why);
+        if (!ok(st)) {
+          stats.record(line, Path::Error, 0);
+          return raise_error(comm, st, func, why.c_str());
+        }
+        return MPI_SUCCESS;
+      },
+      [&] { stats.record(line, Path::Error, 0); });
+}
+
+// The held types' handles (the call's own where not held: host-synchronous).
+inline MPI_Datatype type_at(const std::vector<HeldType> &h, std::size_t i, MPI_Datatype own) {
+  return i < h.size() ? h[i].t : own;
+}
+
+Status count_ok(long long n, std::string *why) {
+  if (n < 0) {
+    *why = "negative count";
+    return Status::ErrCount;
+  }
+  return Status::Ok;
+}
+Status root_ok(int root, MPI_Comm comm, std::string *why) {
+  int size = 0;
+  PMPI_Comm_size(comm, &size);
+  if (root < 0 || root >= size) {
+    *why = "root out of range";
+    return Status::ErrRoot;
+  }
+  return Status::Ok;
+}
+Status op_ok(MPI_Op op, std::string *why) {
+  if (op == MPI_OP_NULL) {
+    *why = "the op is MPI_OP_NULL";
+    return Status::ErrOp;
+  }
+  return Status::Ok;
+}
+
+// A reduction's count, datatype and op.
+Status reduction_ok(long long count, MPI_Datatype t, MPI_Op op, std::string *why) {
+  Status st = count_ok(count, why);
+  if (ok(st)) st = check_type(t, why);
+  if (ok(st)) st = op_ok(op, why);
+  return st;
+}
+
+// The calls with a send block and a receive block per rank (allgather, alltoall): checks
+// (the send side only when not in place), the types held, and `run(comm, sendtype,
+// recvtype)` with the held ones.
+template <class Run>
+int enqueue_blocks(Coll coll, const char *func, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, Run run) {
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  return enqueue(
+      coll, func, comm, {in_place ? recvtype : sendtype, recvtype},
+      [&](std::string *why) {
+        Status st = count_ok(recvcount, why);
+        if (ok(st) && !in_place) st = count_ok(sendcount, why);
+        if (ok(st) && !in_place) st = check_type(sendtype, why);
+        if (ok(st)) st = check_type(recvtype, why);
+        return st;
+      },
+      [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
+        return run(c, in_place ? sendtype : type_at(h, 0, sendtype), type_at(h, 1, recvtype));
+      });
+}
+
+// The large-count forms: counts that fit an int take the int form; the others are refused
+// (the MPIs gcoll builds for have no large-count blocking calls on every version).
+bool fits(MPI_Count n) { return n >= 0 && n <= INT_MAX; }
+int too_large(Coll coll, MPI_Comm comm, const char *func) {
+  process_stats().record(coll_form(coll, Form::Enqueue), Path::Error, 0);
+  return raise_error(comm, Status::ErrCount, func, "a count beyond INT_MAX (not supported by the enqueue calls yet)");
+}
+
+}  // namespace
+
+// ---- release in MPI_Finalize ---------------------------------------------------------------
+
+void release_stream_comms() {
+  for (;;) {
+    StreamComm *sc = nullptr;
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      if (registry().empty()) break;
+      sc = registry().back();
+    }
+    int kv;
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      kv = g_keyval;
+    }
+    // Deleting the attribute runs delete_stream_comm, which releases it.
+    if (kv == MPI_KEYVAL_INVALID || PMPI_Comm_delete_attr(sc->app, kv) != MPI_SUCCESS) release(sc);
+  }
+  std::lock_guard<std::mutex> g(g_mu);
+  if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
+}
+
+}  // namespace gcoll
+
+using gcoll::Status;
+
+extern "C" {
+
+GCOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *value, int value_size) {
+  GCOLL_STREAM_FORWARD(MPIX_Info_set_hex, info, key, value, value_size)
+  if (!key || value_size < 0 || (value_size > 0 && !value))
+    return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, "MPIX_Info_set_hex", "null key or value");
+  static const char digits[] = "0123456789ABCDEF";
+  std::string hex;
+  hex.reserve(static_cast<std::size_t>(value_size) * 2);
+  const auto *b = static_cast<const unsigned char *>(value);
+  for (int i = 0; i < value_size; ++i) {
+    hex.push_back(digits[b[i] >> 4]);
+    hex.push_back(digits[b[i] & 15]);
+  }
+  return PMPI_Info_set(info, key, hex.c_str());
+}
+
+GCOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream) {
+  GCOLL_STREAM_FORWARD(MPIX_Stream_create, info, stream)
+  const char *func = "MPIX_Stream_create";
+  if (!stream) return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, "stream is a null pointer");
+  std::string type, value;
+  std::unique_ptr<gcoll_mpix_stream> s(new (std::nothrow) gcoll_mpix_stream);
+  if (!s) return gcoll::raise_error(MPI_COMM_SELF, Status::ErrNoMem, func, "out of memory");
+  if (gcoll::info_value(info, "type", &type) && type == "cudaStream_t") {
+    if (!gcoll::info_value(info, "value", &value))
+      return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func,
+                                "info type is cudaStream_t but there is no value (MPIX_Info_set_hex(info, \"value\", "
+                                "&stream, sizeof stream))");
+    unsigned char bytes[sizeof(void *)];
+    if (!gcoll::hex_decode(value.c_str(), bytes, sizeof bytes))
+      return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func,
+                                "the info's value is not a cudaStream_t in hexadecimal (MPIX_Info_set_hex)");
+    s->gpu = true;
+    std::memcpy(&s->cuda, bytes, sizeof bytes);
+  }
+  {
+    std::lock_guard<std::mutex> g(gcoll::g_mu);
+    gcoll::live_streams().insert(s.get());
+  }
+  *stream = s.release();
+  return MPI_SUCCESS;
+}
+
+GCOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream) {
+  GCOLL_STREAM_FORWARD(MPIX_Stream_free, stream)
+  const char *func = "MPIX_Stream_free";
+  if (!stream || *stream == MPIX_STREAM_NULL || !gcoll::stream_live(*stream))
+    return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, "not a stream (null, or already freed)");
+  if (const int n = (*stream)->comms.load(std::memory_order_acquire)) {
+    char why[128];
+    std::snprintf(why, sizeof why, "the stream is still attached to %d communicator(s): free them first", n);
+    return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, why);
+  }
+  {
+    std::lock_guard<std::mutex> g(gcoll::g_mu);
+    gcoll::live_streams().erase(*stream);
+  }
+  delete *stream;
+  *stream = MPIX_STREAM_NULL;
+  return MPI_SUCCESS;
+}
+
+GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_Comm *newcomm) {
+  GCOLL_STREAM_FORWARD(MPIX_Stream_comm_create, comm, stream, newcomm)
+  const char *func = "MPIX_Stream_comm_create";
+  if (!newcomm) return gcoll::raise_error(comm, Status::ErrArg, func, "newcomm is a null pointer");
+  if (comm == MPI_COMM_NULL) return gcoll::raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
+  if (stream != MPIX_STREAM_NULL && !gcoll::stream_live(stream))
+    return gcoll::raise_error(comm, Status::ErrArg, func, "not a stream (freed, or never made by MPIX_Stream_create)");
+  int rc = PMPI_Comm_dup(comm, newcomm);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Comm inner = MPI_COMM_NULL;
+  rc = PMPI_Comm_dup(comm, &inner);
+  if (rc != MPI_SUCCESS) {
+    PMPI_Comm_free(newcomm);
+    return rc;
+  }
+  PMPI_Comm_set_errhandler(inner, MPI_ERRORS_RETURN);
+  auto *sc = new (std::nothrow) gcoll::StreamComm;
+  const int kv = gcoll::keyval();
+  if (!sc || kv == MPI_KEYVAL_INVALID) {
+    delete sc;
+    PMPI_Comm_free(&inner);
+    PMPI_Comm_free(newcomm);
+    return gcoll::raise_error(comm, Status::ErrNoMem, func, "out of memory");
+  }
+  sc->app = *newcomm;
+  sc->inner = inner;
+  sc->stream = stream;
+  if (stream) stream->comms.fetch_add(1, std::memory_order_acq_rel);
+  if (stream && stream->gpu) {
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    std::string why;
+    if (level == MPI_THREAD_MULTIPLE) {
+      gcoll::no_throw("making a stream communicator's queue",
+                      [&] { sc->queue = gcoll::StreamQueue::create(stream->cuda, &why); });
+      if (!sc->queue && why.empty()) why = "out of memory";
+    } else {
+      why = "the MPI did not grant MPI_THREAD_MULTIPLE (gcoll's proxy thread calls the MPI)";
+    }
+    if (!sc->queue)
+      GCOLL_INFO("%s: enqueued calls on this communicator are host-synchronous: %s", func, why.c_str());
+  }
+  {
+    std::lock_guard<std::mutex> g(gcoll::g_mu);
+    gcoll::registry().push_back(sc);
+  }
+  rc = PMPI_Comm_set_attr(*newcomm, kv, sc);
+  if (rc != MPI_SUCCESS) {
+    gcoll::release(sc);
+    PMPI_Comm_free(newcomm);
+    return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+GCOLL_EXPORT int MPIX_Comm_get_stream(MPI_Comm comm, int idx, MPIX_Stream *stream) {
+  GCOLL_STREAM_FORWARD(MPIX_Comm_get_stream, comm, idx, stream)
+  const char *func = "MPIX_Comm_get_stream";
+  if (!stream) return gcoll::raise_error(comm, Status::ErrArg, func, "stream is a null pointer");
+  if (comm == MPI_COMM_NULL) return gcoll::raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
+  if (idx < 0) return gcoll::raise_error(comm, Status::ErrArg, func, "negative index");
+  gcoll::StreamComm *sc = gcoll::stream_comm_of(comm);
+  *stream = sc && idx == 0 ? sc->stream : MPIX_STREAM_NULL;
+  return MPI_SUCCESS;
+}
+
+// ---- the enqueue forms -------------------------------------------------------------------
+
+GCOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                                        MPI_Op op, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Allreduce_enqueue, sendbuf, recvbuf, count, datatype, op, comm)
+  using gcoll::HeldType;
+  return gcoll::enqueue(
+      gcoll::Coll::Allreduce, "MPIX_Allreduce_enqueue", comm, {datatype},
+      [&](std::string *why) { return gcoll::reduction_ok(count, datatype, op, why); },
+      [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
+        return gcoll::allreduce(gcoll::CallForm{}, sendbuf, recvbuf, count, gcoll::type_at(h, 0, datatype), op, c);
+      });
+}
+
+GCOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Bcast_enqueue, buffer, count, datatype, root, comm)
+  using gcoll::HeldType;
+  return gcoll::enqueue(
+      gcoll::Coll::Bcast, "MPIX_Bcast_enqueue", comm, {datatype},
+      [&](std::string *why) {
+        Status st = gcoll::count_ok(count, why);
+        if (gcoll::ok(st)) st = gcoll::check_type(datatype, why);
+        if (gcoll::ok(st)) st = gcoll::root_ok(root, comm, why);
+        return st;
+      },
+      [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
+        return gcoll::bcast(gcoll::CallForm{}, buffer, count, gcoll::type_at(h, 0, datatype), root, c);
+      });
+}
+
+GCOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Allgather_enqueue, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  return gcoll::enqueue_blocks(gcoll::Coll::Allgather, "MPIX_Allgather_enqueue", sendbuf, sendcount, sendtype,
+                               recvcount, recvtype, comm, [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
+                                 return gcoll::allgather(gcoll::CallForm{}, sendbuf, sendcount, st, recvbuf,
+                                                         recvcount, rt, c);
+                               });
+}
+
+GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount,
+                                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Reduce_scatter_block_enqueue, sendbuf, recvbuf, recvcount, datatype, op, comm)
+  using gcoll::HeldType;
+  return gcoll::enqueue(
+      gcoll::Coll::Reduce_scatter_block, "MPIX_Reduce_scatter_block_enqueue", comm, {datatype},
+      [&](std::string *why) { return gcoll::reduction_ok(recvcount, datatype, op, why); },
+      [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
+        return gcoll::reduce_scatter_block(gcoll::CallForm{}, sendbuf, recvbuf, recvcount,
+                                           gcoll::type_at(h, 0, datatype), op, c);
+      });
+}
+
+GCOLL_EXPORT int MPIX_Reduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                                     int root, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Reduce_enqueue, sendbuf, recvbuf, count, datatype, op, root, comm)
+  using gcoll::HeldType;
+  return gcoll::enqueue(
+      gcoll::Coll::Reduce, "MPIX_Reduce_enqueue", comm, {datatype},
+      [&](std::string *why) {
+        Status st = gcoll::reduction_ok(count, datatype, op, why);
+        if (gcoll::ok(st)) st = gcoll::root_ok(root, comm, why);
+        return st;
+      },
+      [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
+        return gcoll::reduce(gcoll::CallForm{}, sendbuf, recvbuf, count, gcoll::type_at(h, 0, datatype), op, root, c);
+      });
+}
+
+GCOLL_EXPORT int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Alltoall_enqueue, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  return gcoll::enqueue_blocks(gcoll::Coll::Alltoall, "MPIX_Alltoall_enqueue", sendbuf, sendcount, sendtype,
+                               recvcount, recvtype, comm, [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
+                                 return gcoll::alltoall(gcoll::CallForm{}, sendbuf, sendcount, st, recvbuf,
+                                                        recvcount, rt, c);
+                               });
+}
+
+GCOLL_EXPORT int MPIX_Allreduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                          MPI_Op op, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Allreduce_enqueue_c, sendbuf, recvbuf, count, datatype, op, comm)
+  if (count >= 0 && !gcoll::fits(count)) return gcoll::too_large(gcoll::Coll::Allreduce, comm, "MPIX_Allreduce_enqueue_c");
+  return MPIX_Allreduce_enqueue(sendbuf, recvbuf, static_cast<int>(count < 0 ? -1 : count), datatype, op, comm);
+}
+GCOLL_EXPORT int MPIX_Bcast_enqueue_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Bcast_enqueue_c, buffer, count, datatype, root, comm)
+  if (count >= 0 && !gcoll::fits(count)) return gcoll::too_large(gcoll::Coll::Bcast, comm, "MPIX_Bcast_enqueue_c");
+  return MPIX_Bcast_enqueue(buffer, static_cast<int>(count < 0 ? -1 : count), datatype, root, comm);
+}
+GCOLL_EXPORT int MPIX_Allgather_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Allgather_enqueue_c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  if ((sendcount >= 0 && !gcoll::fits(sendcount)) || (recvcount >= 0 && !gcoll::fits(recvcount)))
+    return gcoll::too_large(gcoll::Coll::Allgather, comm, "MPIX_Allgather_enqueue_c");
+  return MPIX_Allgather_enqueue(sendbuf, static_cast<int>(sendcount < 0 ? -1 : sendcount), sendtype, recvbuf,
+                                static_cast<int>(recvcount < 0 ? -1 : recvcount), recvtype, comm);
+}
+GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Reduce_scatter_block_enqueue_c, sendbuf, recvbuf, recvcount, datatype, op, comm)
+  if (recvcount >= 0 && !gcoll::fits(recvcount))
+    return gcoll::too_large(gcoll::Coll::Reduce_scatter_block, comm, "MPIX_Reduce_scatter_block_enqueue_c");
+  return MPIX_Reduce_scatter_block_enqueue(sendbuf, recvbuf, static_cast<int>(recvcount < 0 ? -1 : recvcount),
+                                           datatype, op, comm);
+}
+GCOLL_EXPORT int MPIX_Reduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                       MPI_Op op, int root, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Reduce_enqueue_c, sendbuf, recvbuf, count, datatype, op, root, comm)
+  if (count >= 0 && !gcoll::fits(count)) return gcoll::too_large(gcoll::Coll::Reduce, comm, "MPIX_Reduce_enqueue_c");
+  return MPIX_Reduce_enqueue(sendbuf, recvbuf, static_cast<int>(count < 0 ? -1 : count), datatype, op, root, comm);
+}
+GCOLL_EXPORT int MPIX_Alltoall_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  GCOLL_STREAM_FORWARD(MPIX_Alltoall_enqueue_c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  if ((sendcount >= 0 && !gcoll::fits(sendcount)) || (recvcount >= 0 && !gcoll::fits(recvcount)))
+    return gcoll::too_large(gcoll::Coll::Alltoall, comm, "MPIX_Alltoall_enqueue_c");
+  return MPIX_Alltoall_enqueue(sendbuf, static_cast<int>(sendcount < 0 ? -1 : sendcount), sendtype, recvbuf,
+                               static_cast<int>(recvcount < 0 ? -1 : recvcount), recvtype, comm);
+}
+
+}  // extern "C"
+
+#else  // the MPI has the stream API
+
+namespace gcoll {
+void release_stream_comms() {}
+}  // namespace gcoll
+
+#endif
