@@ -81,6 +81,11 @@ const char *gcoll_emu_device_pci_bus_id(int dev);
 int gcoll_emu_denied_ipc_opens(void);
 int gcoll_emu_broken_ipc_opens(void);
 
+/* Waits for the whole device (cudaFree, cudaDeviceSynchronize, an IPC close) made by gcoll
+ * on the thread of a stream-ordered call (MPIX_*_enqueue) since the process started: on a
+ * GPU each could hang (the application's stream waits for that call). 0 is right. */
+int gcoll_emu_stream_ordered_device_waits(void);
+
 /* Allocates `bytes` (0 allowed: a valid unique pointer) of memory kind `kind`, device
  * kinds on the calling thread's current device. */
 int gcoll_emu_malloc(void **p, size_t bytes, int kind);

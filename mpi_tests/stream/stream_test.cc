@@ -446,3 +446,4 @@ TEST(Stream, HexWithZeroRuns) {
   gpu_stream_destroy(s);
   EXPECT_ALL_RANKS(got == std::vector<int>(4, world_size()));
 }
+

@@ -39,6 +39,9 @@ GCOLL_EMU_EXPORT const char *gcoll_emu_device_pci_bus_id(int dev) {
 GCOLL_EMU_EXPORT int gcoll_emu_pointer_device(const void *p) { return emu::active() ? emu::pointer_device(p) : -1; }
 
 GCOLL_EMU_EXPORT int gcoll_emu_denied_ipc_opens(void) { return emu::active() ? emu::denied_ipc_opens() : 0; }
+GCOLL_EMU_EXPORT int gcoll_emu_stream_ordered_device_waits(void) {
+  return emu::active() ? emu::stream_ordered_device_waits() : 0;
+}
 
 GCOLL_EMU_EXPORT int gcoll_emu_broken_ipc_opens(void) { return emu::active() ? emu::broken_ipc_opens() : 0; }
 

@@ -75,6 +75,19 @@ Status StreamQueue::synchronize(cuda::Stream stream, std::string *why) {
   return st;
 }
 
+void *StreamQueue::device_word() {
+  void *dev = nullptr;
+  if (!cuda::usable() || !ok(rt().malloc_device(&dev, 4))) return nullptr;
+  const std::uint32_t zero = 0;
+  if (ok(rt().memcpy_async(dev, &zero, sizeof zero, nullptr)) && ok(rt().stream_synchronize(nullptr))) return dev;
+  rt().free_device(dev);
+  return nullptr;
+}
+
+void StreamQueue::free_device_word(void *dev) {
+  if (dev) rt().free_device(dev);
+}
+
 StreamQueue::~StreamQueue() {
   if (thread_.joinable()) {
     {

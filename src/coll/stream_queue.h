@@ -64,6 +64,13 @@ class StreamQueue {
   // `stream` has run everything queued on it (cudaStreamSynchronize). Status::Ok, or the
   // failure with *why (no usable driver; a stream being captured cannot be waited for).
   static Status synchronize(cuda::Stream stream, std::string *why);
+  // 4 zeroed bytes of device memory of the current device (nullptr where there is no usable
+  // driver or no memory), and their release: for a stream communicator's first device
+  // call, made at its creation (pmpi/stream.cc), so that the device path's setup (the
+  // engine's device space: allocations, IPC exports, the topology's data probes) never
+  // happens on the proxy thread while an application's stream waits for it.
+  static void *device_word();
+  static void free_device_word(void *dev);
   // Calls run so far (tests, stats).
   std::uint64_t calls_run() const { return run_.load(std::memory_order_acquire); }
 

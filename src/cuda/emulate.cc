@@ -204,6 +204,8 @@ int saturated(const std::atomic<std::uint64_t> &c) {
 
 int denied_ipc_opens() { return saturated(g_denied_ipc_opens); }
 
+int stream_ordered_device_waits() { return saturated(g_stream_ordered_device_waits); }
+
 int broken_ipc_opens() { return saturated(g_broken_ipc_opens); }
 
 void set_delay_for_testing(int max_us) { g_delay_override.store(max_us < 0 ? -1 : max_us, std::memory_order_relaxed); }

@@ -108,6 +108,10 @@ const char *device_pci_bus_id(int dev);
 // IPC opens refused for want of peer access, and opens across a broken pair, since the
 // process started.
 int denied_ipc_opens();
+// Waits for every stream made on a stream-ordered call's thread (cuda/stream_order.h)
+// since the process started: each could hang on a GPU (the application's stream waiting
+// for that call); the emulated GPU warns at the first.
+int stream_ordered_device_waits();
 int broken_ipc_opens();
 // Largest random delay of a queued operation, in microseconds, for operations queued from
 // now on; overrides config().emu_delay_us (-1 restores it).

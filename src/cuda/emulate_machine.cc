@@ -16,6 +16,7 @@ namespace cuda {
 namespace emu_impl {
 
 std::atomic<std::uint64_t> g_denied_ipc_opens{0};
+std::atomic<std::uint64_t> g_stream_ordered_device_waits{0};
 std::atomic<std::uint64_t> g_broken_ipc_opens{0};
 
 namespace {

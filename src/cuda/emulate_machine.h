@@ -52,6 +52,10 @@ bool peer_broken(int dev, int peer);
 // IPC opens refused for want of peer access, and opens across a broken pair (mapped as a
 // private copy): process-wide counts (gcoll_emu_denied_ipc_opens / _broken_ipc_opens).
 extern std::atomic<std::uint64_t> g_denied_ipc_opens;
+// Waits for every stream (free, device_synchronize, an IPC close) made on a thread that runs a
+// stream-ordered call (cuda/stream_order.h): on a GPU such a wait can hang, the
+// application's stream waiting for that very call (emu::stream_ordered_device_waits).
+extern std::atomic<std::uint64_t> g_stream_ordered_device_waits;
 extern std::atomic<std::uint64_t> g_broken_ipc_opens;
 
 }  // namespace emu_impl

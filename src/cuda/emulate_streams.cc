@@ -9,6 +9,9 @@
 #include <random>
 
 #include "base/config.h"
+#include "base/log.h"
+#include "cuda/emulate_machine.h"
+#include "cuda/stream_order.h"
 
 namespace gcoll {
 namespace cuda {
@@ -25,6 +28,13 @@ std::uint32_t random_delay_us() {
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
       std::hash<std::thread::id>{}(std::this_thread::get_id())));
   return std::uniform_int_distribution<std::uint32_t>(0, static_cast<std::uint32_t>(max))(rng);
+}
+
+void note_device_wait() {
+  if (!in_stream_ordered_call()) return;
+  if (g_stream_ordered_device_waits.fetch_add(1, std::memory_order_relaxed) == 0)
+    GCOLL_WARN("emulated GPU: a wait for the whole device on the thread of a stream-ordered call (MPIX_*_enqueue): "
+               "on a GPU it can hang, the application's stream waiting for this very call");
 }
 
 void wait_value32(const volatile std::uint32_t *word, std::uint32_t value) {

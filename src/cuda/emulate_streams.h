@@ -207,6 +207,10 @@ EmuStream *resolve_checked(void *s);
 
 // Never destroyed: worker threads of streams the application did not destroy may run (or
 // wait) until the process ends, and static destructors may still free memory.
+// Counts (and reports once) a wait for every stream made on a stream-ordered call's
+// thread (g_stream_ordered_device_waits).
+void note_device_wait();
+
 class State {
  public:
   Registry registry;
@@ -273,6 +277,7 @@ class State {
   // streams are held by reference, not by the stream list lock: a stream destroyed
   // meanwhile lives until this is done with it, and the lock stays free for others.
   void synchronize_all() {
+    note_device_wait();
     for_each_stream([](EmuStream &s) { s.synchronize(); });
   }
 

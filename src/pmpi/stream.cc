@@ -512,6 +512,19 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
   sc->inner = inner;
   sc->stream = stream;
   if (stream) stream->comms.fetch_add(1, std::memory_order_acq_rel);
+  // The device path set up on `inner` now, on the application's thread, with nothing
+  // waiting for it (StreamQueue::device_word): where every rank has a CUDA stream and a
+  // word of device memory (agreed: the set-up is a collective), one 4-byte device
+  // allreduce, counted on allreduce_enqueue.
+  void *dev = stream && stream->gpu ? gcoll::StreamQueue::device_word() : nullptr;
+  int local = dev ? 1 : 0, all = 0;
+  rc = PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (rc == MPI_SUCCESS && all) {
+    gcoll::StatsFormScope form(gcoll::Form::Enqueue);
+    const int wrc = gcoll::allreduce(gcoll::CallForm{}, MPI_IN_PLACE, dev, 1, MPI_INT, MPI_SUM, inner);
+    if (wrc != MPI_SUCCESS) GCOLL_WARN("%s: the device path's set-up call failed (MPI error %d)", func, wrc);
+  }
+  gcoll::StreamQueue::free_device_word(dev);
   if (stream && stream->gpu) {
     int level = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&level);
