@@ -43,8 +43,12 @@ enum gcoll_emu_error {
   GCOLL_EMU_ERR_NOMEM = 2,    /* allocation failed */
   GCOLL_EMU_ERR_INVALID = 3,  /* a pointer the emulation did not allocate, a bad kind, size, device
                                  or stream */
-  GCOLL_EMU_ERR_NOT_READY = 4 /* gcoll_emu_stream_query: work queued on the stream has not completed
-                                 (cudaErrorNotReady); not a failure */
+  GCOLL_EMU_ERR_NOT_READY = 4, /* gcoll_emu_stream_query: work queued on the stream has not completed
+                                  (cudaErrorNotReady); not a failure */
+  GCOLL_EMU_ERR_CAPTURE = 5    /* not permitted in the stream's capture state: an operation a capturing
+                                  stream refuses (cudaErrorStreamCaptureUnsupported), the end of a
+                                  capture it invalidated (cudaErrorStreamCaptureInvalidated), a capture
+                                  begun twice or ended when none is open (cudaErrorIllegalState) */
 };
 
 enum gcoll_emu_mem {
@@ -131,6 +135,36 @@ int gcoll_emu_memset_async(void *p, int value, size_t bytes, void *stream);
 /* Test-only: keeps the stream busy for `microseconds` once it gets there (what a long
  * kernel is on a GPU); returns at once. */
 int gcoll_emu_stream_sleep(void *stream, unsigned int microseconds);
+
+/* Graph capture, enough for stream-ordered work captured once and replayed (issue 30).
+ * While a stream captures, what is queued on it (copies, memsets, sleeps, and gcoll's own
+ * work: kernels, host functions, stream memory operations) is recorded instead of run; the
+ * graph runs it, in order, at every launch, reading and writing the same addresses: a
+ * copy from pinned memory reads the bytes there at each launch. A capturing stream
+ * refuses, with GCOLL_EMU_ERR_CAPTURE, a message, and the capture invalidated (its end
+ * then fails): gcoll_emu_stream_synchronize and gcoll_emu_stream_query on it (as CUDA
+ * does), event records and waits on it in gcoll (not emulated under capture), and copies
+ * to or from pageable host memory on it (the emulation stages those when they are queued,
+ * which a graph cannot replay).
+ *
+ * cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed). The default stream
+ * cannot be captured (GCOLL_EMU_ERR_INVALID: CUDA refuses cudaStreamLegacy, and the
+ * emulation's one default stream stands for cudaStreamPerThread too); a stream capturing
+ * already: GCOLL_EMU_ERR_CAPTURE. Destroying a capturing stream discards its capture. */
+int gcoll_emu_stream_begin_capture(void *stream);
+/* cudaStreamEndCapture, then cudaGraphInstantiate: *graph is an executable graph of every
+ * operation queued on the stream since gcoll_emu_stream_begin_capture, in order (NULL on
+ * failure: GCOLL_EMU_ERR_CAPTURE when the stream is not capturing or the capture was
+ * invalidated). */
+int gcoll_emu_stream_end_capture(void *stream, void **graph);
+/* cudaStreamIsCapturing: *capturing is 1 while a capture is open on the stream, else 0. */
+int gcoll_emu_stream_is_capturing(void *stream, int *capturing);
+/* cudaGraphLaunch: queues the graph's operations on `stream` (any stream, NULL included),
+ * in order, each with a random delay of its own, and returns at once. A graph may be
+ * launched any number of times; launched into a capturing stream, it is captured. */
+int gcoll_emu_graph_launch(void *graph, void *stream);
+/* cudaGraphExecDestroy (with cudaGraphDestroy): launches already queued still run. */
+int gcoll_emu_graph_destroy(void *graph);
 
 /* The kind (enum gcoll_emu_mem) of the allocation that contains p, or -1 for memory the
  * emulation did not allocate (plain host memory). */

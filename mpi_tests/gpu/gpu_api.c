@@ -47,6 +47,10 @@ static struct {
   int (*memcpy_async)(void *, const void *, size_t, void *);
   int (*memset_async)(void *, int, size_t, void *);
   int (*stream_sleep)(void *, unsigned int);
+  int (*stream_begin_capture)(void *);
+  int (*stream_end_capture)(void *, void **);
+  int (*graph_launch)(void *, void *);
+  int (*graph_destroy)(void *);
 } emu;
 
 static int g_emulated;
@@ -90,6 +94,10 @@ static void decide_mode(void) {
   *(void **)&emu.memcpy_async = emu_symbol("gcoll_emu_memcpy_async");
   *(void **)&emu.memset_async = emu_symbol("gcoll_emu_memset_async");
   *(void **)&emu.stream_sleep = emu_symbol("gcoll_emu_stream_sleep");
+  *(void **)&emu.stream_begin_capture = emu_symbol("gcoll_emu_stream_begin_capture");
+  *(void **)&emu.stream_end_capture = emu_symbol("gcoll_emu_stream_end_capture");
+  *(void **)&emu.graph_launch = emu_symbol("gcoll_emu_graph_launch");
+  *(void **)&emu.graph_destroy = emu_symbol("gcoll_emu_graph_destroy");
   /* The library reads GCOLL_CUDA itself; if it disagrees, every call would fail with
    * "inactive" and the tests would report that instead of the cause. */
   if (!emu.active()) {
@@ -395,6 +403,65 @@ int gpu_stream_sleep(void *s, unsigned int us) {
   (void)s, (void)us;
   return GPU_API_ERR_UNSUPPORTED;
 }
+
+/* ---- graphs ------------------------------------------------------------------------------ */
+
+int gpu_stream_begin_capture(void *s) {
+  if (gpu_emulated()) return emu.stream_begin_capture(s);
+#ifdef GPU_API_NO_CUDA
+  (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeRelaxed);
+#endif
+}
+
+int gpu_stream_end_capture(void *s, void **graph) {
+  *graph = NULL;
+  if (gpu_emulated()) return emu.stream_end_capture(s, graph);
+#ifdef GPU_API_NO_CUDA
+  (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t e = cudaStreamEndCapture((cudaStream_t)s, &g);
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+  /* The executable graph does not need its template: one handle for the caller. */
+  if (g) {
+    cudaError_t d = cudaGraphDestroy(g);
+    if (e == cudaSuccess && d != cudaSuccess) {
+      cudaGraphExecDestroy(exec);
+      exec = NULL;
+      e = d;
+    }
+  }
+  *graph = exec;
+  return (int)e;
+#endif
+}
+
+int gpu_graph_launch(void *graph, void *s) {
+  if (gpu_emulated()) return emu.graph_launch(graph, s);
+#ifdef GPU_API_NO_CUDA
+  (void)graph, (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaGraphLaunch((cudaGraphExec_t)graph, (cudaStream_t)s);
+#endif
+}
+
+int gpu_graph_destroy(void *graph) {
+  if (gpu_emulated()) return emu.graph_destroy(graph);
+#ifdef GPU_API_NO_CUDA
+  (void)graph;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaGraphExecDestroy((cudaGraphExec_t)graph);
+#endif
+}
+
+/* ---- pointers ---------------------------------------------------------------------------- */
 
 int gpu_pointer_device(const void *p, int *device) {
   *device = -1;

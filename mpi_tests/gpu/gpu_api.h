@@ -95,6 +95,18 @@ int gpu_memset_async(void *p, int value, size_t bytes, void *s);
  * it on a real GPU. */
 int gpu_stream_sleep(void *s, unsigned int us);
 
+/* Graph capture. gpu_stream_begin_capture: cudaStreamBeginCapture(s,
+ * cudaStreamCaptureModeRelaxed) (not on the legacy stream); gpu_stream_end_capture:
+ * cudaStreamEndCapture, then cudaGraphInstantiate: *graph is an executable graph
+ * (cudaGraphExec_t) of what was queued on the stream meanwhile, NULL on failure;
+ * gpu_graph_launch: cudaGraphLaunch on stream s (any number of times);
+ * gpu_graph_destroy: cudaGraphExecDestroy. On the emulated GPU, what a capturing stream
+ * refuses is in gcoll_emulate.h (a synchronize or query of it, pageable copies on it). */
+int gpu_stream_begin_capture(void *s);
+int gpu_stream_end_capture(void *s, void **graph);
+int gpu_graph_launch(void *graph, void *s);
+int gpu_graph_destroy(void *graph);
+
 /* *device: the device whose device memory (cudaMalloc or pool) contains p, or -1 when
  * p is anything else (host, pinned, managed memory). */
 int gpu_pointer_device(const void *p, int *device);

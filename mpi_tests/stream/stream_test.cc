@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "gcoll/gcoll.h"
 #include "gcoll/mpix_stream.h"
 #include "gpu/gpu_api.h"
 #include "harness.h"
@@ -37,6 +38,14 @@ bool thread_multiple() {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
   return level == MPI_THREAD_MULTIPLE;
+}
+
+// GCOLLTEST_STREAM_DEVICE=1: the configuration has the device path (GCOLL_STREAM_DEVICE=on
+// on one node), whose allreduce, bcast and allgather never wait on the host, with or
+// without MPI_THREAD_MULTIPLE.
+bool device_path() {
+  const char *v = std::getenv("GCOLLTEST_STREAM_DEVICE");
+  return v && std::strcmp(v, "1") == 0;
 }
 
 // A stream, its MPIX_Stream and a stream communicator over `comm`.
@@ -307,8 +316,9 @@ TEST(Stream, BackToBackWithOneSync) {
   EXPECT_ALL_RANKS(rc == MPI_SUCCESS && same(got, want, "ten allreduces back to back"));
 }
 
-// With the proxy thread, the call returns while the stream is still busy with earlier
-// work (the emulated GPU keeps it busy for 300 ms); host-synchronous, it waits for it.
+// With the proxy thread or the device path, the call returns while the stream is still
+// busy with earlier work (the emulated GPU keeps it busy for 300 ms); host-synchronous, it
+// waits for it.
 TEST(Stream, TheHostDoesNotWait) {
   if (!gpu_emulated()) GTEST_SKIP() << "needs gpu_stream_sleep (emulated GPU)";
   StreamComm sc(MPI_COMM_WORLD, false);
@@ -321,7 +331,7 @@ TEST(Stream, TheHostDoesNotWait) {
   const int busy = gpu_stream_query(sc.stream);
   EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
   bool ok = rc == MPI_SUCCESS;
-  if (thread_multiple()) {
+  if (thread_multiple() || device_path()) {
     // Returned before the stream's earlier work ended (and so before the collective ran).
     if (busy != 1 || ms > 250) gct::report("the call took %.1f ms; stream busy after it: %d", ms, busy);
     ok = ok && busy == 1 && ms < 250;
@@ -333,10 +343,10 @@ TEST(Stream, TheHostDoesNotWait) {
 }
 
 // Two stream communicators on two streams progress independently: a call on the second
-// completes while the first's stream is still busy (proxy thread only).
+// completes while the first's stream is still busy (proxy thread or device path only).
 TEST(Stream, TwoStreamsIndependent) {
   if (!gpu_emulated()) GTEST_SKIP() << "needs gpu_stream_sleep (emulated GPU)";
-  if (!thread_multiple()) GTEST_SKIP() << "host-synchronous without MPI_THREAD_MULTIPLE";
+  if (!thread_multiple() && !device_path()) GTEST_SKIP() << "host-synchronous without MPI_THREAD_MULTIPLE";
   StreamComm a(MPI_COMM_WORLD, false), b(MPI_COMM_WORLD, false);
   // (Every buffer allocated first and freed last: cudaFree waits for the whole device.)
   Dev da(64), db(64);
@@ -402,6 +412,126 @@ TEST(Stream, BadInput) {
   if (cls(rc) != MPI_ERR_ARG) gct::report("bad hex value: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
   // The stream communicator still works after all that.
   ok = allreduce_case<int>(sc, 5, MPI_SUM, false, 3) && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// GCOLLTEST_STREAM_DEVICE=1 (GCOLL_STREAM_DEVICE=on, one node): allreduce, bcast and
+// allgather on a predefined type are kernels on the stream (stream_device_calls one more
+// each), reduce and alltoall go to the proxy; without it, none is the device path's.
+TEST(Stream, DevicePathTakesItsCalls) {
+  const bool want = device_path();
+  StreamComm sc(MPI_COMM_WORLD, false);
+  const long long before = gcoll_library_counter("stream_device_calls");
+  bool ok = allreduce_case<float>(sc, 100, MPI_SUM, false, 1);
+  ok = bcast_case<int>(sc, 100, 0, 2) && ok;
+  ok = allgather_case<double>(sc, 100, 3) && ok;
+  const long long mid = gcoll_library_counter("stream_device_calls");
+  ok = reduce_case<int>(sc, 100, MPI_SUM, 0, 4) && ok;
+  ok = alltoall_case<int>(sc, 10, 5) && ok;
+  const long long after = gcoll_library_counter("stream_device_calls");
+  const long long taken = mid - before, proxied = after - mid;
+  if (taken != (want ? 3 : 0) || proxied != 0)
+    gct::report("device path took %lld of 3 calls (want %d) and %lld of the proxy's 2", taken, want ? 3 : 0, proxied),
+        ok = false;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// Calls larger than the device path's bank (4 MiB: several kernels, one per chunk; the
+// allgather's pieces chunked at 4 MiB / ranks), host buffers (staged through the scratch
+// in stream order), and device-path and proxy calls mixed on one stream, each reading what
+// the one before wrote: allreduce in place (device path), reduce to rank 0 (proxy), bcast
+// from rank 0 (device path).
+TEST(Stream, ChunksHostBuffersAndMixedPaths) {
+  StreamComm sc(MPI_COMM_WORLD, false);
+  const int p = world_size(), r = world_rank();
+  bool ok = true;
+  gct::set_phase("chunks");
+  const size_t big = (5u << 20) / sizeof(float) + 3;  // 5 MiB and 12 bytes
+  ok = allreduce_case<float>(sc, big, MPI_SUM, false, 7) && ok;
+  ok = bcast_case<int>(sc, big, p - 1, 8) && ok;
+  ok = allgather_case<float>(sc, (1u << 20) / sizeof(float) + 5, 9) && ok;
+  gct::set_phase("host buffers");
+  {
+    const size_t n = 3001;
+    std::vector<double> in = pattern<double>(r, n, 10), out(n, 0.0), want(n);
+    PMPI_Allreduce(in.data(), want.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    int rc = MPIX_Allreduce_enqueue(in.data(), out.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, sc.comm);
+    EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+    ok = rc == MPI_SUCCESS && same(out, want, "allreduce of host buffers") && ok;
+    std::vector<int> all(n * static_cast<size_t>(p), -1), wall(n * static_cast<size_t>(p));
+    std::vector<int> mine = pattern<int>(r, n, 11);
+    PMPI_Allgather(mine.data(), static_cast<int>(n), MPI_INT, wall.data(), static_cast<int>(n), MPI_INT, MPI_COMM_WORLD);
+    std::memcpy(all.data() + static_cast<size_t>(r) * n, mine.data(), n * sizeof(int));
+    rc = MPIX_Allgather_enqueue(MPI_IN_PLACE, 0, MPI_INT, all.data(), static_cast<int>(n), MPI_INT, sc.comm);
+    EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+    ok = rc == MPI_SUCCESS && same(all, wall, "allgather in place on host buffers") && ok;
+  }
+  gct::set_phase("mixed paths");
+  {
+    const size_t n = 2049;
+    std::vector<double> in = pattern<double>(r, n, 12), sum(n), want(n), got(n, 0.0);
+    PMPI_Allreduce(in.data(), sum.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (size_t i = 0; i < n; ++i) want[i] = sum[i] * p;
+    Dev d(n * sizeof(double)), e(n * sizeof(double));
+    late_input(d.p, in.data(), n * sizeof(double), sc.stream, kBusyUs);
+    int rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, sc.comm);
+    if (rc == MPI_SUCCESS)
+      rc = MPIX_Reduce_enqueue(d.p, e.p, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, 0, sc.comm);
+    if (rc == MPI_SUCCESS) rc = MPIX_Bcast_enqueue(e.p, static_cast<int>(n), MPI_DOUBLE, 0, sc.comm);
+    EXPECT_EQ(gpu_memcpy_async(got.data(), e.p, n * sizeof(double), sc.stream), 0);
+    EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+    ok = rc == MPI_SUCCESS && same(got, want, "allreduce, reduce, bcast on one stream") && ok;
+  }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// A training step captured once into a CUDA graph and replayed (issue 30 item 4): the
+// input copied from pinned memory (new values before each launch), an allreduce in place
+// and a bcast from the last rank (the device path where it runs, else the proxy), a reduce
+// to rank 0 and a bcast of it (proxy thread only: host-synchronous calls cannot be
+// captured), the result copied back to pinned memory; every launch against the PMPI
+// reference. Replays reuse the same parameters, banks and flags: a count kept on the host
+// would go stale at the second launch.
+TEST(Stream, GraphReplays) {
+  if (!thread_multiple() && !device_path()) GTEST_SKIP() << "host-synchronous calls cannot be captured";
+  StreamComm sc(MPI_COMM_WORLD, false);
+  const int r = world_rank(), p = world_size();
+  const size_t n = 3000, bytes = n * sizeof(double);
+  void *hin = nullptr, *hout = nullptr;
+  ASSERT_EQ(gpu_malloc(&hin, bytes, GPU_MEM_PINNED), 0);
+  ASSERT_EQ(gpu_malloc(&hout, bytes, GPU_MEM_PINNED), 0);
+  bool ok = true;
+  {
+    Dev d(bytes), e(bytes);
+    const bool proxy = thread_multiple();
+    void *graph = nullptr;
+    ASSERT_EQ(gpu_stream_begin_capture(sc.stream), 0);
+    EXPECT_EQ(gpu_memcpy_async(d.p, hin, bytes, sc.stream), 0);
+    int rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, sc.comm);
+    if (rc == MPI_SUCCESS) rc = MPIX_Bcast_enqueue(d.p, static_cast<int>(n), MPI_DOUBLE, p - 1, sc.comm);
+    if (rc == MPI_SUCCESS && proxy) {
+      rc = MPIX_Reduce_enqueue(d.p, e.p, static_cast<int>(n), MPI_DOUBLE, MPI_MAX, 0, sc.comm);
+      if (rc == MPI_SUCCESS) rc = MPIX_Bcast_enqueue(e.p, static_cast<int>(n), MPI_DOUBLE, 0, sc.comm);
+    }
+    EXPECT_EQ(gpu_memcpy_async(hout, proxy ? e.p : d.p, bytes, sc.stream), 0);
+    EXPECT_EQ(gpu_stream_end_capture(sc.stream, &graph), 0);
+    if (rc != MPI_SUCCESS) gct::report("enqueue under capture: rc %d", rc), ok = false;
+    for (int k = 0; k < 8 && ok && graph; ++k) {
+      gct::set_phase("launch %d", k);
+      std::vector<double> in = pattern<double>(r, n, 20 + k), want(n), got(n);
+      PMPI_Allreduce(in.data(), want.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      std::memcpy(hin, in.data(), bytes);
+      std::memset(hout, 0x7f, bytes);
+      EXPECT_EQ(gpu_graph_launch(graph, sc.stream), 0);
+      EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+      std::memcpy(got.data(), hout, bytes);
+      ok = same(got, want, "graph launch") && ok;
+    }
+    if (graph) EXPECT_EQ(gpu_graph_destroy(graph), 0);
+    ok = ok && graph != nullptr;
+  }
+  gpu_free(hin, GPU_MEM_PINNED);
+  gpu_free(hout, GPU_MEM_PINNED);
   EXPECT_ALL_RANKS(ok);
 }
 

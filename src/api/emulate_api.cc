@@ -105,6 +105,31 @@ GCOLL_EMU_EXPORT int gcoll_emu_stream_sleep(void *stream, unsigned int microseco
   return emu::stream_sleep(stream, microseconds);
 }
 
+GCOLL_EMU_EXPORT int gcoll_emu_stream_begin_capture(void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_begin_capture(stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_stream_end_capture(void *stream, void **graph) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_end_capture(stream, graph);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_stream_is_capturing(void *stream, int *capturing) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_is_capturing(stream, capturing);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_graph_launch(void *graph, void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::graph_launch(graph, stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_graph_destroy(void *graph) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::graph_destroy(graph);
+}
+
 GCOLL_EMU_EXPORT int gcoll_emu_pointer_kind(const void *p) { return emu::active() ? emu::pointer_kind(p) : -1; }
 
 GCOLL_EMU_EXPORT const char *gcoll_emu_error_string(int code) {
@@ -114,6 +139,7 @@ GCOLL_EMU_EXPORT const char *gcoll_emu_error_string(int code) {
     case GCOLL_EMU_ERR_NOMEM: return "out of memory";
     case GCOLL_EMU_ERR_INVALID: return "invalid argument (pointer, memory kind, size, device or stream)";
     case GCOLL_EMU_ERR_NOT_READY: return "work queued on the stream has not completed (not ready)";
+    case GCOLL_EMU_ERR_CAPTURE: return "not permitted in the stream's graph capture state";
   }
   return "unknown gcoll_emu error code";
 }

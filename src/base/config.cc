@@ -156,6 +156,15 @@ const std::vector<SettingDef> kSettings = {
      "MPI_Start.",
      [](Config &c, const Value &v) { c.progress_thread = v.choice == 0; },
      "nonblocking calls go to the MPI (device buffers staged) where any rank says off"},
+    {"GCOLL_STREAM_DEVICE", SettingType::Enum, "off", "on|off",
+     "Stream-ordered collectives (MPIX_Allreduce_enqueue, MPIX_Bcast_enqueue, MPIX_Allgather_enqueue) on the GPU "
+     "(off by default until a GPU run validates it): on = on a stream communicator whose ranks are all on one node, "
+     "with MPS or a GPU per rank, a call on device buffers of a predefined type (and op) is one kernel per rank "
+     "queued on the application's stream (the fused one-shot, its op number kept on the device, so CUDA graphs "
+     "replay it), no host thread involved; off = every enqueued call runs on gcoll's proxy thread, the host "
+     "driving the collective while the stream waits. Decided at MPIX_Stream_comm_create.",
+     [](Config &c, const Value &v) { c.stream_device = v.choice == 0; },
+     "stream communicators run every enqueued call on the proxy thread where any rank says off"},
     {"GCOLL_RANKS_PER_NODE", SettingType::Int, "0", "0:1048576",
      "0: nodes are the machines. k > 0: cut each machine into virtual nodes of k consecutive local ranks "
      "(runs the multi-node paths on one machine).",

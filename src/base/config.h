@@ -35,6 +35,7 @@ struct Config {
   bool device_engine = true;         // GCOLL_DEVICE_BUFFERS=engine (false: staged)
   bool uniform_memory = false;       // GCOLL_UNIFORM_MEMORY: skip the per-call memory-kind agreement
   bool progress_thread = false;      // GCOLL_PROGRESS_THREAD: nonblocking calls through the engine
+  bool stream_device = false;        // GCOLL_STREAM_DEVICE: enqueued calls as kernels on the stream
   std::uint64_t device_chunk_size = 8ull << 20;   // GCOLL_DEVICE_CHUNK_SIZE
   std::uint64_t ipc_cache_size = 16ull << 30;     // GCOLL_IPC_CACHE_SIZE
   FusedMode device_fused = FusedMode::Off;          // GCOLL_DEVICE_FUSED (src/mem/cuda_space.h)

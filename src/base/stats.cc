@@ -50,6 +50,7 @@ const char *counter_name(Counter c) {
     case Counter::NvlinkRings: return "device_nvlink_rings";
     case Counter::ProgressThreads: return "progress_threads";
     case Counter::AsyncEngineCalls: return "async_engine_calls";
+    case Counter::StreamDeviceCalls: return "stream_device_calls";
     case Counter::kCount: break;
   }
   return "?";

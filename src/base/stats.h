@@ -92,6 +92,8 @@ constexpr int kMaxAlgos = 64;                            // engine algorithms, b
 //                   whose nonblocking calls the engine took);
 //   AsyncEngineCalls: nonblocking calls and persistent starts the engine took (queued for
 //                   the progress thread).
+//   StreamDeviceCalls: enqueued calls (MPIX_<Name>_enqueue) queued as kernels on the
+//                   application's stream (coll/stream_device.h), not on the proxy thread.
 enum class Counter : int {
   HiddenMpi = 0,
   Agreements,
@@ -107,6 +109,7 @@ enum class Counter : int {
   NvlinkRings,
   ProgressThreads,
   AsyncEngineCalls,
+  StreamDeviceCalls,
   kCount
 };
 constexpr int kLibCounters = static_cast<int>(Counter::kCount);

@@ -3,7 +3,7 @@
 //     shadow view through which the emulation, and only it, reads and writes device
 //     memory), allocation, the error messages;
 //   - emulate_streams.*: streams and events (one worker thread per stream runs queued
-//     operations in order, each after a random delay), the process's state;
+//     operations in order, each after a random delay), graph capture, the process's state;
 //   - emulate_machine.*: the devices (one, or a topology file's), current devices, peer
 //     access between them;
 //   - emulate_ipc.cc: the Driver (pointer queries, CUDA IPC between processes);
@@ -47,6 +47,7 @@ int copy_on(EmuStream *es, void *dst, const void *src, std::size_t bytes, bool a
   Translated d, s;
   if (!state().registry.translate(dst, bytes, &d) || !state().registry.translate(src, bytes, &s))
     return GCOLL_EMU_ERR_INVALID;
+  if (pageable_copy_refused(es, d.kind, s.kind)) return GCOLL_EMU_ERR_CAPTURE;
   void *dp = d.addr;
   if (is_device_kind(d.kind) && !is_device_kind(s.kind) && (!async || s.kind < 0)) {
     // Host to device returns once the source is staged, before the data lands (what CUDA
@@ -87,9 +88,8 @@ int set_on(EmuStream *es, void *p, int value, std::size_t bytes) {
 int stream_of(void *stream, EmuStream **es) {
   *es = resolve_checked(stream);
   if (*es) return GCOLL_EMU_OK;
-  return stream && stream != reinterpret_cast<void *>(1) && stream != reinterpret_cast<void *>(2)
-             ? GCOLL_EMU_ERR_INVALID
-             : GCOLL_EMU_ERR_NOMEM;  // the legacy stream could not be had
+  return default_stream_handle(stream) ? GCOLL_EMU_ERR_NOMEM  // the legacy stream could not be had
+                                       : GCOLL_EMU_ERR_INVALID;
 }
 
 }  // namespace
@@ -130,6 +130,7 @@ int stream_synchronize(void *stream) {
   EmuStream *es = nullptr;
   const int rc = stream_of(stream, &es);
   if (rc != GCOLL_EMU_OK) return rc;
+  if (refused_under_capture(es, "cudaStreamSynchronize")) return GCOLL_EMU_ERR_CAPTURE;
   es->synchronize();  // (a failed reduction stays for gcoll's own check: take_failure)
   return GCOLL_EMU_OK;
 }
@@ -138,6 +139,7 @@ int stream_query(void *stream) {
   EmuStream *es = nullptr;
   const int rc = stream_of(stream, &es);
   if (rc != GCOLL_EMU_OK) return rc;
+  if (refused_under_capture(es, "cudaStreamQuery")) return GCOLL_EMU_ERR_CAPTURE;
   return es->idle() ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOT_READY;
 }
 
@@ -162,6 +164,71 @@ int stream_sleep(void *stream, unsigned int microseconds) {
   return es->enqueue([microseconds] { std::this_thread::sleep_for(std::chrono::microseconds(microseconds)); })
              ? GCOLL_EMU_OK
              : GCOLL_EMU_ERR_NOMEM;
+}
+
+int stream_begin_capture(void *stream) {
+  if (default_stream_handle(stream)) {
+    // CUDA refuses cudaStreamLegacy; the emulation's one default stream also stands for
+    // cudaStreamPerThread, which it would capture with every thread's legacy work.
+    set_error("emulated GPU: the default stream cannot be captured (use a stream of gcoll_emu_stream_create)");
+    return GCOLL_EMU_ERR_INVALID;
+  }
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  if (es->begin_capture()) return GCOLL_EMU_OK;
+  set_error("emulated GPU: stream %p is capturing already", stream);
+  return GCOLL_EMU_ERR_CAPTURE;
+}
+
+int stream_end_capture(void *stream, void **graph) {
+  if (!graph) return GCOLL_EMU_ERR_INVALID;
+  *graph = nullptr;
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  GraphOps ops;
+  const char *invalidated_by = nullptr;
+  if (!es->end_capture(&ops, &invalidated_by)) {
+    set_error("emulated GPU: stream %p is not capturing", stream);
+    return GCOLL_EMU_ERR_CAPTURE;
+  }
+  if (invalidated_by) {
+    set_error("emulated GPU: the capture on stream %p was invalidated by %s, which it refused: no graph "
+              "(CUDA: cudaErrorStreamCaptureInvalidated)",
+              stream, invalidated_by);
+    return GCOLL_EMU_ERR_CAPTURE;
+  }
+  *graph = state().add_graph(std::move(ops));
+  return *graph ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOMEM;
+}
+
+int stream_is_capturing(void *stream, int *capturing) {
+  if (!capturing) return GCOLL_EMU_ERR_INVALID;
+  *capturing = 0;
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  *capturing = es->capturing() ? 1 : 0;
+  return GCOLL_EMU_OK;
+}
+
+int graph_launch(void *graph, void *stream) {
+  const std::shared_ptr<const GraphOps> ops = state().graph(graph);
+  if (!ops) {
+    set_error("emulated GPU: %p is not a graph of the emulation", graph);
+    return GCOLL_EMU_ERR_INVALID;
+  }
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  return es->enqueue_graph(*ops) ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOMEM;
+}
+
+int graph_destroy(void *graph) {
+  if (state().remove_graph(graph)) return GCOLL_EMU_OK;
+  set_error("emulated GPU: %p is not a graph of the emulation", graph);
+  return GCOLL_EMU_ERR_INVALID;
 }
 
 int device_synchronize() {

@@ -88,6 +88,19 @@ int memcpy_async(void *dst, const void *src, std::size_t bytes, void *stream);
 int memset_async(void *p, int value, std::size_t bytes, void *stream);
 // Test-only: keeps the stream busy for `microseconds` (what a long kernel is on a GPU).
 int stream_sleep(void *stream, unsigned int microseconds);
+// Graph capture (gcoll_emulate.h has the semantics): cudaStreamBeginCapture in relaxed
+// mode (not on the default stream: GCOLL_EMU_ERR_INVALID); cudaStreamEndCapture with
+// cudaGraphInstantiate (*graph: an executable graph of what the stream recorded);
+// cudaStreamIsCapturing; cudaGraphLaunch (copies of the graph's operations queued on
+// `stream`); cudaGraphExecDestroy. While a stream captures, a synchronize or a query of
+// it, an event record or wait on it, and a copy to or from pageable host memory on it are
+// refused (GCOLL_EMU_ERR_CAPTURE, Status::ErrArg in the runtime) and invalidate the
+// capture.
+int stream_begin_capture(void *stream);
+int stream_end_capture(void *stream, void **graph);
+int stream_is_capturing(void *stream, int *capturing);
+int graph_launch(void *graph, void *stream);
+int graph_destroy(void *graph);
 // Ends every stream's worker thread once its queue has run; a stream used again gets one
 // again (MPI_Finalize: no thread of gcoll's is left behind, coll/engine.cc).
 void park_threads();

@@ -21,17 +21,21 @@ namespace emu_impl {
 // random delay (GCOLL_EMU_DELAY, now and then 8 times as long) before each block's
 // result, as on a slow or busy SM, keeps readers of a bank late enough for an early
 // overwrite to show.
-void run_fused(const FusedEmuJob &j) {
+bool run_fused(const FusedEmuJob &j) {
   const FusedParams &p = j.p;
-  const std::uint64_t s = p.seq;
+  FusedControl *const mine = j.ctl[p.me];
+  // Stream-ordered (seq 0): the number kept on the device, and the op's bank.
+  const std::uint64_t s = p.seq ? p.seq : __atomic_load_n(&mine->epoch, __ATOMIC_ACQUIRE) + 1;
+  const std::size_t off = p.seq ? 0 : static_cast<std::size_t>(s & 1) * p.bank_stride;
+  bool all_done = true;
   if (!p.resume) {
     const bool publish = !p.failed && (p.kind != FusedKind::Bcast || p.me == p.root);
     for (int b = 0; b < p.blocks; ++b) {
       std::size_t lo, hi;
       fused_range(p.bytes, p.blocks, b, &lo, &hi);
-      if (publish && hi > lo) std::memcpy(j.bank[p.me] + lo, j.in + lo, hi - lo);
-      if (p.failed) __atomic_store_n(&j.ctl[p.me]->failed[s & 1], s, __ATOMIC_RELEASE);
-      __atomic_store_n(&j.ctl[p.me]->flag[b], s, __ATOMIC_RELEASE);
+      if (publish && hi > lo) std::memcpy(j.bank[p.me] + off + lo, j.in + lo, hi - lo);
+      if (p.failed) __atomic_store_n(&mine->failed[s & 1], s, __ATOMIC_RELEASE);
+      __atomic_store_n(&mine->flag[b], s, __ATOMIC_RELEASE);
     }
   }
   const std::uint64_t budget_ns = p.spin_ns;
@@ -68,21 +72,25 @@ void run_fused(const FusedEmuJob &j) {
       switch (p.kind) {
         case FusedKind::Allreduce: {
           const void *srcs[kFusedMaxRanks];
-          for (int q = 0; q < p.nranks; ++q) srcs[q] = j.bank[q] + lo;
+          for (int q = 0; q < p.nranks; ++q) srcs[q] = j.bank[q] + off + lo;
           if (!ok(host_reduce(p.dtype, p.op, j.out + lo, srcs, p.nranks, (hi - lo) / p.elem))) code = kFusedFailed;
           break;
         }
         case FusedKind::Bcast:
-          if (p.me != p.root) std::memcpy(j.out + lo, j.bank[p.root] + lo, hi - lo);
+          if (p.me != p.root) std::memcpy(j.out + lo, j.bank[p.root] + off + lo, hi - lo);
           break;
         case FusedKind::Allgather:
           for (int q = 0; q < p.nranks; ++q)
-            if (j.dst[q]) std::memcpy(j.dst[q] + lo, j.bank[q] + lo, hi - lo);
+            if (j.dst[q]) std::memcpy(j.dst[q] + lo, j.bank[q] + off + lo, hi - lo);
           break;
       }
     }
     __atomic_store_n(&j.status[b], (s << 2) | code, __ATOMIC_RELEASE);
+    all_done = all_done && code == kFusedDone;
   }
+  // The blocks ran one after the other: the last one moves the epoch on.
+  if (!p.seq) __atomic_store_n(&mine->epoch, s, __ATOMIC_RELEASE);
+  return all_done;
 }
 
 }  // namespace emu_impl

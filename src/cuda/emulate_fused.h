@@ -24,8 +24,9 @@ struct FusedEmuJob {
 };
 
 // Steps 1 to 5 of kernels/fused.h, block after block (a valid schedule of the GPU's
-// concurrent blocks: every block publishes and posts before any waits).
-void run_fused(const FusedEmuJob &j);
+// concurrent blocks: every block publishes and posts before any waits). Whether every
+// block's outcome is kFusedDone.
+bool run_fused(const FusedEmuJob &j);
 
 }  // namespace emu_impl
 }  // namespace cuda

@@ -45,6 +45,7 @@ class EmuRuntime final : public Runtime {
   Status stream_synchronize(Stream s) override {
     EmuStream *es = resolve(s);
     if (!es) return Status::ErrInternal;
+    if (refused_under_capture(es, "cudaStreamSynchronize")) return Status::ErrArg;
     es->synchronize();
     return failure_check(es);
   }
@@ -64,6 +65,7 @@ class EmuRuntime final : public Runtime {
   Status event_record(Event e, Stream s) override {
     EmuStream *es = resolve(s);
     if (!es) return Status::ErrInternal;
+    if (refused_under_capture(es, "cudaEventRecord", true)) return Status::ErrArg;
     std::shared_ptr<EventState> st = as_event(e)->st;
     std::uint64_t v;
     {
@@ -103,6 +105,7 @@ class EmuRuntime final : public Runtime {
   Status stream_wait_event(Stream s, Event e) override {
     EmuStream *es = resolve(s);
     if (!es) return Status::ErrInternal;
+    if (refused_under_capture(es, "cudaStreamWaitEvent", true)) return Status::ErrArg;
     std::shared_ptr<EventState> st = as_event(e)->st;
     std::uint64_t v;
     {
@@ -138,6 +141,7 @@ class EmuRuntime final : public Runtime {
     Translated d, from;
     if (!state().registry.translate(dst, bytes, &d) || !state().registry.translate(src, bytes, &from))
       return Status::ErrArg;
+    if (pageable_copy_refused(es, d.kind, from.kind)) return Status::ErrArg;
     void *dp = d.addr;
     const void *sp = from.addr;
     return es->enqueue([dp, sp, bytes] { host_copy(dp, sp, bytes); }) ? Status::Ok : Status::ErrNoMem;
@@ -174,8 +178,9 @@ class EmuRuntime final : public Runtime {
       from[static_cast<std::size_t>(i)] = x.addr;
     }
     void *dp = d.addr;
-    const bool queued = es->enqueue([t, op, dp, from, m, count, es] {
-      if (!ok(host_reduce(t, op, dp, from.data(), m, count))) es->fail();
+    // The failure goes to the stream that runs it: a graph's copy runs on the launch's.
+    const bool queued = es->enqueue([t, op, dp, from, m, count] {
+      if (!ok(host_reduce(t, op, dp, from.data(), m, count))) EmuStream::running()->fail();
     });
     return queued ? Status::Ok : Status::ErrNoMem;
   }
@@ -197,8 +202,7 @@ class EmuRuntime final : public Runtime {
   // the flags as atomics in the shared memory of the banks' memfds (device memory here is
   // shared between the processes, as IPC-mapped memory is on a GPU).
   Status fused(const FusedParams &p, Stream s) override {
-    if (p.nranks < 1 || p.nranks > kFusedMaxRanks || p.me < 0 || p.me >= p.nranks || p.blocks < 1 ||
-        p.blocks > kFusedMaxBlocks || p.root < 0 || p.root >= p.nranks || p.seq == 0 || !p.status) {
+    if (!fused_params_valid(p)) {
       set_error("emulated GPU: inconsistent fused-collective parameters");
       return Status::ErrArg;
     }
@@ -224,9 +228,10 @@ class EmuRuntime final : public Runtime {
       return true;
     };
     bool good = true;
+    const std::size_t banks = p.seq ? p.bytes : p.bank_stride + p.bytes;  // stream-ordered: both banks
     for (int q = 0; q < p.nranks && good; ++q) {
       void *b = nullptr, *c = nullptr;
-      good = shadow(p.bank[q], p.bytes, &b) && shadow(p.ctl[q], sizeof(FusedControl), &c);
+      good = shadow(p.bank[q], banks, &b) && shadow(p.ctl[q], sizeof(FusedControl), &c);
       j.bank[q] = static_cast<unsigned char *>(b);
       j.ctl[q] = static_cast<FusedControl *>(c);
       if (good && p.kind == FusedKind::Allgather && p.dst[q]) {
@@ -244,7 +249,16 @@ class EmuRuntime final : public Runtime {
     j.in = static_cast<const unsigned char *>(in);
     j.out = static_cast<unsigned char *>(out);
     j.status = static_cast<std::uint64_t *>(status);
-    return es->enqueue([j] { run_fused(j); }) ? Status::Ok : Status::ErrNoMem;
+    // A stream-ordered op that failed or timed out stops the stream, as __trap() does on a
+    // GPU: here the stream's next synchronisation reports it.
+    return es->enqueue([j] {
+      if (!run_fused(j) && j.p.trap) {
+        GCOLL_WARN("emulated GPU: a stream-ordered collective failed or timed out: the kernel traps");
+        if (EmuStream *now = EmuStream::running()) now->fail();  // (a graph's launch runs elsewhere)
+      }
+    })
+               ? Status::Ok
+               : Status::ErrNoMem;
   }
 
   // Mapped pinned memory is pinned memory here: the CPU reads and writes it, and the
@@ -286,8 +300,12 @@ class EmuRuntime final : public Runtime {
                                                                                       : Status::ErrNoMem;
   }
   bool stream_memops_supported() override { return true; }
-  // The emulation has no graph capture: its streams always run what is queued.
-  bool stream_capturing(Stream) override { return false; }
+  // Captures are opened and closed through the C API (emu::stream_begin_capture); gcoll
+  // only asks (the legacy stream never captures).
+  bool stream_capturing(Stream s) override {
+    EmuStream *es = resolve(s);
+    return es && es->capturing();
+  }
 
   const char *last_error() override { return take_error(); }
 

@@ -19,6 +19,8 @@ namespace emu_impl {
 
 std::atomic<int> g_delay_override{-1};
 
+thread_local EmuStream *EmuStream::t_running_ = nullptr;
+
 std::uint32_t random_delay_us() {
   const int o = g_delay_override.load(std::memory_order_relaxed);
   const int max = o >= 0 ? o : config().emu_delay_us;
@@ -55,23 +57,41 @@ State &state() {
   return *s;
 }
 
-namespace {
-bool default_handle(void *s) {
+bool default_stream_handle(void *s) {
   const auto v = reinterpret_cast<std::uintptr_t>(s);
   return v == 0 || v == 1 || v == 2;  // 0, cudaStreamLegacy, cudaStreamPerThread
 }
-}  // namespace
 
 EmuStream *resolve_stream(void *s) {
-  return default_handle(s) ? state().legacy() : static_cast<EmuStream *>(s);
+  return default_stream_handle(s) ? state().legacy() : static_cast<EmuStream *>(s);
 }
 
 EmuStream *resolve_checked(void *s) {
-  if (default_handle(s)) return state().legacy();
+  if (default_stream_handle(s)) return state().legacy();
   auto *es = static_cast<EmuStream *>(s);
   if (state().known(es)) return es;
   set_error("emulated GPU: %p is not a stream of the emulation", s);
   return nullptr;
+}
+
+bool refused_under_capture(EmuStream *es, const char *what, bool unsupported) {
+  if (!es->invalidate_capture(what)) return false;
+  set_error("emulated GPU: %s on stream %p, which is capturing a graph: %s; the capture is invalidated "
+            "(its end gives no graph)",
+            what, static_cast<void *>(es),
+            unsupported ? "not supported by the emulation under capture"
+                        : "not permitted while capturing (CUDA: cudaErrorStreamCaptureUnsupported)");
+  return true;
+}
+
+bool pageable_copy_refused(EmuStream *es, int dst_kind, int src_kind) {
+  if ((dst_kind >= 0 && src_kind >= 0) || !es->invalidate_capture("a copy to or from pageable host memory"))
+    return false;
+  set_error("emulated GPU: a copy %s pageable host memory on stream %p, which is capturing a graph: the "
+            "copy is staged or waited for when it is queued (cudaMemcpyAsync's way with pageable memory), "
+            "which a graph cannot replay (use pinned memory); the capture is invalidated",
+            src_kind < 0 ? "from" : "to", static_cast<void *>(es));
+  return true;
 }
 
 }  // namespace emu_impl

@@ -1,5 +1,7 @@
 // The emulated GPU's streams and events (emulate.h): one worker thread per stream runs
-// queued operations in order, each after a random delay; the process's streams.
+// queued operations in order, each after a random delay; graph capture (what a capturing
+// stream is given is recorded, and a graph's launch queues copies of it); the process's
+// streams and graphs.
 // Internal to src/cuda/emulate*.cc.
 #pragma once
 
@@ -7,9 +9,11 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -37,12 +41,23 @@ std::uint32_t random_delay_us();
 // what the host wrote before setting it is visible to the work after the wait.
 void wait_value32(const volatile std::uint32_t *word, std::uint32_t value);
 
+// The operations of a graph (emulate.h: stream_end_capture), in the order they were
+// queued on the capturing stream. A launch queues copies of them: each must be copyable
+// and may run any number of times, so it holds only addresses and values fixed at
+// capture (a staged copy of host bytes would replay the bytes of the capture: those
+// operations are refused under capture, pageable_copy_refused).
+using GraphOps = std::vector<std::function<void()>>;
+
 // A stream: a FIFO of operations run in order by one worker thread. Operations never
 // throw and never take the process's stream list lock. An operation may block its worker
 // for as long as it likes (stream_wait_value32, stream_wait_event): then only this stream
 // stops, and whoever waits for its queue (synchronize, stop, park, and through them
 // device_synchronize, free, stream_destroy, park_threads) waits until it passes, without
 // holding the stream list lock.
+//
+// While a capture is open (begin_capture, cudaStreamBeginCapture in relaxed mode) what is
+// queued goes into the capture instead and runs only when the graph is launched; the
+// queue and the worker go on with what was queued before.
 class EmuStream {
  public:
   EmuStream() = default;
@@ -55,23 +70,67 @@ class EmuStream {
     return start_locked();
   }
 
-  // Queues fn (which must not throw) to run after a random delay. False when out of memory.
+  // Queues fn (which must not throw) to run after a random delay, or records it into the
+  // open capture. False when out of memory.
   template <class F>
   bool enqueue(F &&fn) {
     try {
-      Op op{std::function<void()>(std::forward<F>(fn)), random_delay_us()};
-      {
-        std::lock_guard<std::mutex> lk(m_);
-        if (!running_ && !start_locked()) return false;  // parked (park()): a worker again
-        queue_.push_back(std::move(op));
-        ++queued_;
-      }
-      work_cv_.notify_one();
-      return true;
+      std::function<void()> f(std::forward<F>(fn));
+      return submit(&f, 1);
     } catch (const std::bad_alloc &) {
       set_error("emulated GPU: out of memory queueing an operation");
       return false;
     }
+  }
+
+  // cudaGraphLaunch: queues copies of a graph's operations, in order and as one
+  // submission (nothing another thread queues comes between them), each with a delay of
+  // its own drawn now; into the open capture when there is one (a graph launched into a
+  // capture is part of it, as CUDA makes it a child graph). False when out of memory.
+  bool enqueue_graph(const GraphOps &ops) {
+    try {
+      GraphOps copies(ops);
+      return submit(copies.data(), copies.size());
+    } catch (const std::bad_alloc &) {
+      set_error("emulated GPU: out of memory launching a graph of %zu operations", ops.size());
+      return false;
+    }
+  }
+
+  // ---- capture ----
+  // Opens a capture: false when one is open already.
+  bool begin_capture() {
+    std::lock_guard<std::mutex> lk(m_);
+    if (capturing_) return false;
+    capturing_ = true;
+    invalidated_by_ = nullptr;
+    captured_.clear();
+    return true;
+  }
+  // Closes the open capture (false when there is none) and hands over what it recorded;
+  // *invalidated_by: what invalidated it (then the operations are to be discarded), or
+  // nullptr.
+  bool end_capture(GraphOps *ops, const char **invalidated_by) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (!capturing_) return false;
+    capturing_ = false;
+    ops->swap(captured_);
+    captured_.clear();
+    *invalidated_by = invalidated_by_;
+    return true;
+  }
+  bool capturing() {
+    std::lock_guard<std::mutex> lk(m_);
+    return capturing_;
+  }
+  // An operation the capture cannot take was refused (refused_under_capture): as on CUDA,
+  // the open capture is invalidated and end_capture gives no graph. `what` must be a
+  // string literal (it is kept). False when no capture is open.
+  bool invalidate_capture(const char *what) {
+    std::lock_guard<std::mutex> lk(m_);
+    if (!capturing_) return false;
+    if (!invalidated_by_) invalidated_by_ = what;
+    return true;
   }
 
   // Waits until everything queued before the call has run.
@@ -89,11 +148,14 @@ class EmuStream {
 
   // Runs what is queued, then ends and joins the worker (a wait still blocked in the
   // queue keeps it: this returns once the wait has passed).
+  // An open capture is discarded (a stream destroyed while capturing).
   void stop() {
     std::lock_guard<std::mutex> life(life_m_);
     {
       std::lock_guard<std::mutex> lk(m_);
       stopping_ = true;
+      capturing_ = false;
+      GraphOps().swap(captured_);  // releases what the recorded operations hold
     }
     work_cv_.notify_one();
     if (worker_.joinable()) worker_.join();
@@ -126,11 +188,45 @@ class EmuStream {
   void fail() { failed_.store(true, std::memory_order_relaxed); }
   bool take_failure() { return failed_.exchange(false, std::memory_order_relaxed); }
 
+  // The stream whose worker is the calling thread, or nullptr. An operation that fails
+  // reports it to this stream rather than to the one it was queued on: a graph's copy of
+  // it runs on whatever stream the graph was launched on.
+  static EmuStream *running() { return t_running_; }
+
  private:
   struct Op {
     std::function<void()> fn;
     std::uint32_t delay_us;
   };
+
+  // Moves fns[0, n) into the open capture, or into the queue (a worker again if the
+  // stream was parked), as one submission. Throws std::bad_alloc with nothing submitted.
+  bool submit(std::function<void()> *fns, std::size_t n) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (capturing_) {
+        const std::size_t before = captured_.size();
+        try {
+          for (std::size_t i = 0; i < n; ++i) captured_.push_back(std::move(fns[i]));
+        } catch (const std::bad_alloc &) {
+          captured_.resize(before);
+          throw;
+        }
+        return true;
+      }
+      if (!running_ && !start_locked()) return false;  // parked (park()): a worker again
+      const std::size_t before = queue_.size();
+      try {
+        for (std::size_t i = 0; i < n; ++i) queue_.push_back(Op{std::move(fns[i]), random_delay_us()});
+      } catch (const std::bad_alloc &) {
+        queue_.resize(before);
+        throw;
+      }
+      queued_ += n;
+    }
+    work_cv_.notify_one();
+    return true;
+  }
 
   bool start_locked() {
     try {
@@ -146,6 +242,7 @@ class EmuStream {
 
   void run() {
     pthread_setname_np(pthread_self(), "gcoll-emu-strm");  // (what a thread listing shows)
+    t_running_ = this;
     for (;;) {
       Op op;
       {
@@ -175,8 +272,12 @@ class EmuStream {
   std::uint64_t queued_ = 0, done_ = 0;
   bool stopping_ = false;
   bool running_ = false;  // a worker runs (start_locked) and has not been parked
+  bool capturing_ = false;  // a capture is open: submit records into captured_
+  const char *invalidated_by_ = nullptr;  // the first operation the open capture refused
+  GraphOps captured_;
   std::atomic<bool> failed_{false};
   std::thread worker_;
+  static thread_local EmuStream *t_running_;
 };
 
 // An event's state outlives its handle: a record or a wait still queued when the
@@ -202,6 +303,23 @@ EmuStream *resolve_stream(void *s);
 // The same for the C API: also nullptr (nothing queued) for a handle that is not a live
 // stream of the emulation (GCOLL_EMU_ERR_INVALID, with the message in last_error).
 EmuStream *resolve_checked(void *s);
+// Whether s is one of the handles of the default stream (nullptr, 0x1, 0x2).
+bool default_stream_handle(void *s);
+
+// ---- what a capture refuses ----------------------------------------------------------
+// Both return true, with the message in last_error and the capture invalidated
+// (EmuStream::invalidate_capture), when es is capturing and the operation cannot go into
+// the graph; false when it may be queued as usual.
+
+// `what` (a CUDA call's name, a string literal), which CUDA refuses on a capturing stream
+// (cudaErrorStreamCaptureUnsupported: a synchronize, a query), or which the emulation
+// cannot put into a graph (unsupported: event records and waits).
+bool refused_under_capture(EmuStream *es, const char *what, bool unsupported = false);
+// A copy between memory of kinds dst_kind and src_kind (Translated::kind) when either is
+// pageable host memory: such a copy is staged or waited for when it is queued (CUDA's
+// way, and emu::memcpy_async's), which a graph cannot replay (it would copy the bytes of
+// the capture at every launch, or return before the bytes are there).
+bool pageable_copy_refused(EmuStream *es, int dst_kind, int src_kind);
 
 // ---- process state ---------------------------------------------------------------
 
@@ -272,6 +390,39 @@ class State {
     for_each_stream([](EmuStream &s) { s.park(); });
   }
 
+  // ---- executable graphs (gcoll_emu_graph_*) ----
+  // A new graph of `ops`: its handle, or nullptr (with last_error) when out of memory.
+  void *add_graph(GraphOps ops) {
+    try {
+      auto g = std::make_shared<const GraphOps>(std::move(ops));
+      void *h = const_cast<GraphOps *>(g.get());
+      std::lock_guard<std::mutex> lk(graphs_mu_);
+      graphs_.emplace(h, std::move(g));
+      return h;
+    } catch (const std::bad_alloc &) {
+      set_error("emulated GPU: out of memory instantiating a graph");
+      return nullptr;
+    }
+  }
+  // The live graph of handle h, held by a reference of the caller's (a destroy meanwhile
+  // leaves it whole), or nullptr.
+  std::shared_ptr<const GraphOps> graph(void *h) {
+    std::lock_guard<std::mutex> lk(graphs_mu_);
+    auto it = graphs_.find(h);
+    return it == graphs_.end() ? nullptr : it->second;
+  }
+  // False when h is not a live graph. Launches already queued hold copies of its
+  // operations, not the graph: they still run.
+  bool remove_graph(void *h) {
+    std::shared_ptr<const GraphOps> gone;  // released outside the lock
+    std::lock_guard<std::mutex> lk(graphs_mu_);
+    auto it = graphs_.find(h);
+    if (it == graphs_.end()) return false;
+    gone = std::move(it->second);
+    graphs_.erase(it);
+    return true;
+  }
+
   // cudaDeviceSynchronize: waits for what every stream has queued before the call. A
   // stream blocked in a wait makes it wait until the wait passes, as on a GPU. The
   // streams are held by reference, not by the stream list lock: a stream destroyed
@@ -315,6 +466,8 @@ class State {
   std::mutex streams_mu_;
   std::vector<std::shared_ptr<EmuStream>> streams_;  // the legacy stream among them
   std::atomic<EmuStream *> legacy_{nullptr};
+  std::mutex graphs_mu_;
+  std::map<void *, std::shared_ptr<const GraphOps>> graphs_;  // by handle
 };
 
 // The process's state, created on first use.

@@ -8,19 +8,19 @@ namespace gpu {
 namespace {
 
 __global__ void __launch_bounds__(kFusedThreads) fused_bcast_kernel(const __grid_constant__ FusedParams p) {
-  fused_block(p, [&](std::size_t lo, std::size_t hi) {
+  fused_block(p, [&](std::size_t lo, std::size_t hi, std::size_t off) {
     if (p.me == p.root) return;  // the root's buffer is the source
     block_copy<true>(static_cast<unsigned char *>(p.out) + lo,
-                     reinterpret_cast<const unsigned char *>(p.bank[p.root]) + lo, hi - lo);
+                     reinterpret_cast<const unsigned char *>(p.bank[p.root]) + off + lo, hi - lo);
   });
 }
 
 __global__ void __launch_bounds__(kFusedThreads) fused_allgather_kernel(const __grid_constant__ FusedParams p) {
-  fused_block(p, [&](std::size_t lo, std::size_t hi) {
+  fused_block(p, [&](std::size_t lo, std::size_t hi, std::size_t off) {
     for (int q = 0; q < p.nranks; ++q)
       if (p.dst[q])
         block_copy<true>(static_cast<unsigned char *>(p.dst[q]) + lo,
-                         reinterpret_cast<const unsigned char *>(p.bank[q]) + lo, hi - lo);
+                         reinterpret_cast<const unsigned char *>(p.bank[q]) + off + lo, hi - lo);
   });
 }
 
@@ -28,9 +28,7 @@ __global__ void __launch_bounds__(kFusedThreads) fused_allgather_kernel(const __
 }  // namespace gpu
 
 cudaError_t cuda_fused(const FusedParams &p, cudaStream_t stream) {
-  if (p.nranks < 1 || p.nranks > kFusedMaxRanks || p.me < 0 || p.me >= p.nranks || p.blocks < 1 ||
-      p.blocks > kFusedMaxBlocks || p.root < 0 || p.root >= p.nranks || p.seq == 0 || !p.status)
-    return cudaErrorInvalidValue;
+  if (!fused_params_valid(p)) return cudaErrorInvalidValue;
   switch (p.kind) {
     case FusedKind::Bcast:
       gpu::fused_bcast_kernel<<<p.blocks, kFusedThreads, 0, stream>>>(p);

@@ -160,25 +160,34 @@ __device__ void block_fold(unsigned char *dst, const FusedParams &p, std::size_t
 
 // ---- the protocol of one block (kernels/fused.h) -----------------------------------------
 
-// Steps 1 to 5 for block blockIdx.x; body(lo, hi) writes the block's range of my result.
+// Steps 1 to 5 for block blockIdx.x; body(lo, hi, off) writes the block's range of my
+// result from the banks' range [lo, hi), each bank at bank[q] + off (the op's bank).
 template <class Body>
 __device__ __forceinline__ void fused_block(const FusedParams &p, Body &&body) {
   __shared__ int s_code;
+  __shared__ std::uint64_t s_seq;
   const int b = static_cast<int>(blockIdx.x);
   std::size_t lo, hi;
   fused_range(p.bytes, p.blocks, b, &lo, &hi);
+  FusedControl *const mine = p.ctl[p.me];
+  // The op's number: the host's, or (stream-ordered) one more than my last kernel's, which
+  // ended before this one started (one stream).
+  if (threadIdx.x == 0) s_seq = p.seq ? p.seq : *reinterpret_cast<volatile const std::uint64_t *>(&mine->epoch) + 1;
+  __syncthreads();
+  const std::uint64_t seq = s_seq;
+  const std::size_t off = p.seq ? 0 : static_cast<std::size_t>(seq & 1) * p.bank_stride;
   if (!p.resume) {
     // 1. publish
     const bool publish = !p.failed && (p.kind != FusedKind::Bcast || p.me == p.root);
     if (publish && hi > lo)
-      block_copy<false>(reinterpret_cast<unsigned char *>(p.bank[p.me]) + lo,
+      block_copy<false>(reinterpret_cast<unsigned char *>(p.bank[p.me]) + off + lo,
                         static_cast<const unsigned char *>(p.in) + lo, hi - lo);
     __syncthreads();
     // 2. post: the block's writes (ordered before thread 0 by the barrier) first
     if (threadIdx.x == 0) {
       __threadfence_system();
-      if (p.failed) st_release_sys(&p.ctl[p.me]->failed[p.seq & 1], p.seq);
-      st_release_sys(&p.ctl[p.me]->flag[b], p.seq);
+      if (p.failed) st_release_sys(&mine->failed[seq & 1], seq);
+      st_release_sys(&mine->flag[b], seq);
     }
   }
   if (threadIdx.x == 0) s_code = p.failed ? static_cast<int>(kFusedFailed) : static_cast<int>(kFusedDone);
@@ -189,32 +198,45 @@ __device__ __forceinline__ void fused_block(const FusedParams &p, Body &&body) {
     const std::uint64_t *flag = &p.ctl[q]->flag[b];
     const std::uint64_t t0 = global_ns();
     std::uint64_t v;
-    while ((v = ld_acquire_sys(flag)) < p.seq) {
+    while ((v = ld_acquire_sys(flag)) < seq) {
       if (global_ns() - t0 > p.spin_ns) break;
       __nanosleep(100);
     }
-    if (v < p.seq)
+    if (v < seq)
       atomicMax(&s_code, static_cast<int>(kFusedTimedOut));
-    else if (ld_acquire_sys(&p.ctl[q]->failed[p.seq & 1]) == p.seq)
+    else if (ld_acquire_sys(&p.ctl[q]->failed[seq & 1]) == seq)
       atomicMax(&s_code, static_cast<int>(kFusedFailed));
   }
   __syncthreads();
   const int code = s_code;
   // 4. my result
-  if (code == static_cast<int>(kFusedDone) && hi > lo) body(lo, hi);
+  if (code == static_cast<int>(kFusedDone) && hi > lo) body(lo, hi, off);
   // 5. the block's outcome, for the host, after the block's writes (the host may read it
   //    before the kernel ends, and then return: the result must be in place)
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();
-    *reinterpret_cast<volatile std::uint64_t *>(p.status + b) = (p.seq << 2) | static_cast<std::uint64_t>(code);
+    *reinterpret_cast<volatile std::uint64_t *>(p.status + b) = (seq << 2) | static_cast<std::uint64_t>(code);
+    if (!p.seq) {
+      // Stream-ordered: the last block to end moves the epoch on, for my next kernel.
+      __threadfence();
+      if (atomicAdd(&mine->done, 1u) == static_cast<unsigned>(p.blocks) - 1) {
+        mine->done = 0;
+        *reinterpret_cast<volatile std::uint64_t *>(&mine->epoch) = seq;
+        __threadfence();
+      }
+    }
+    // The status word says why (the host reads it at its next call: coll/stream_device.h).
+    if (p.trap && code != static_cast<int>(kFusedDone)) {
+      __trap();
+    }
   }
 }
 
 template <class T, class Op>
 __global__ void __launch_bounds__(kFusedThreads) fused_allreduce_kernel(const __grid_constant__ FusedParams p) {
-  fused_block(p, [&](std::size_t lo, std::size_t hi) {
-    block_fold<T, Op>(static_cast<unsigned char *>(p.out) + lo, p, lo, (hi - lo) / sizeof(T));
+  fused_block(p, [&](std::size_t lo, std::size_t hi, std::size_t off) {
+    block_fold<T, Op>(static_cast<unsigned char *>(p.out) + lo, p, off + lo, (hi - lo) / sizeof(T));
   });
 }
 

@@ -20,6 +20,16 @@
 // in its kernel s - 1, after its kernel s - 2 (the last reader of my bank s & 1) ended.
 // A peer is therefore never more than one op ahead, so failed[s & 1] still says s when
 // a slow rank looks (the peer overwrites it at s + 2 at the earliest).
+//
+// Stream-ordered ops (seq == 0: MPIX_<Name>_enqueue's device path, coll/stream_device.h)
+// keep the op number on the device, so that a CUDA graph replays them right: every block
+// reads s = ctl[me]->epoch + 1 when it starts, uses bank s & 1 (bank[q] + (s & 1) *
+// bank_stride), and the last block of the kernel to finish (ctl[me]->done counts them)
+// stores epoch = s; my next kernel, queued after this one on the same stream, starts
+// after it ended and reads it. The same protocol as above otherwise, on banks and flags of
+// their own (never shared with host-numbered ops). Nobody waits for the kernel on the
+// host: a block that times out or sees a failure stops the stream instead (`trap`), so
+// that the application's next synchronisation reports an error rather than a wrong result.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +57,9 @@ enum class FusedKind : std::uint8_t { Allreduce, Bcast, Allgather };
 struct FusedControl {
   std::uint64_t flag[kFusedMaxBlocks];  // flag[b]: the latest op whose block b this rank posted
   std::uint64_t failed[2];              // failed[s & 1] == s: this rank's part of op s failed
+  std::uint64_t epoch;                  // stream-ordered ops: the latest op this rank's kernels ended
+  std::uint32_t done;                   // stream-ordered ops: blocks of the current op that ended
+  std::uint32_t unused;
 };
 
 // status[b] = (seq << 2) | code. Greater codes win within a block.
@@ -63,18 +76,30 @@ struct FusedParams {
   bool failed = false;         // my part failed: post failure, wait, write nothing
   bool resume = false;         // a relaunch after a timeout: publish and flags are done
   int nranks = 0, me = 0, root = 0, blocks = 1;
-  std::uint64_t seq = 0;       // this op's number (>= 1), the same on every rank
+  std::uint64_t seq = 0;       // this op's number (>= 1), the same on every rank; 0: stream-
+                               // ordered, the number kept on the device (ctl[me]->epoch + 1)
+  std::size_t bank_stride = 0; // seq == 0: bank[q] is rank q's bank 0, its bank 1 this far on
+  bool trap = false;           // a block that times out or sees a failure stops the stream
   std::uint64_t spin_ns = 0;   // how long a block waits for its peers in one launch
   std::size_t bytes = 0;       // allreduce, bcast: this op's bytes; allgather: one rank's piece
   std::size_t elem = 1;        // allreduce: bytes per element (divides kFusedAlign)
   const void *in = nullptr;    // what I publish: my input (allreduce), my piece (allgather),
                                // the buffer (bcast, root; others publish nothing)
   void *out = nullptr;         // my result (allreduce), my buffer (bcast; the root's is not written)
-  char *bank[kFusedMaxRanks] = {};          // every rank's bank s & 1, mapped here (mine too)
+  char *bank[kFusedMaxRanks] = {};          // every rank's bank s & 1 (seq == 0: bank 0), mapped here (mine too)
   FusedControl *ctl[kFusedMaxRanks] = {};   // every rank's control words, mapped here
   void *dst[kFusedMaxRanks] = {};           // allgather: where rank q's piece goes (nullptr: nowhere)
-  std::uint64_t *status = nullptr;          // pinned host memory, `blocks` words
+  std::uint64_t *status = nullptr;          // pinned host memory, `blocks` words (seq == 0: any
+                                            // memory the device writes; nobody waits for them)
 };
+
+// Whether the parameters describe an op a kernel can run (the checks of cuda_fused and of
+// the emulated GPU, before anything is queued).
+inline bool fused_params_valid(const FusedParams &p) {
+  return p.nranks >= 1 && p.nranks <= kFusedMaxRanks && p.me >= 0 && p.me < p.nranks && p.blocks >= 1 &&
+         p.blocks <= kFusedMaxBlocks && p.root >= 0 && p.root < p.nranks && p.status &&
+         (p.seq != 0 || (p.bank_stride >= p.bytes && p.bank_stride % kFusedAlign == 0 && !p.resume));
+}
 
 // Block b's byte range [*lo, *hi) of an op of `bytes` bytes over `blocks` blocks: equal
 // parts rounded up to kFusedAlign (so a range of elements never splits one), possibly

@@ -37,13 +37,17 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "coll/mpi_forms.h"
+#include "coll/pack.h"
+#include "coll/stream_device.h"
 #include "coll/stream_queue.h"
 #include "pmpi/collectives.h"
 #include "pmpi/errors.h"
 #include "pmpi/mpi_flavor.h"
+#include "pmpi/mpi_types.h"
 #include "pmpi/runtime.h"
 #include "pmpi/stream.h"
 
@@ -141,6 +145,7 @@ struct StreamComm {
   MPI_Comm inner = MPI_COMM_NULL;  // where the calls run
   gcoll_mpix_stream *stream = nullptr;
   std::unique_ptr<StreamQueue> queue;  // nullptr: host-synchronous (or no GPU stream)
+  std::unique_ptr<StreamDevice> dev;   // the device path (GCOLL_STREAM_DEVICE=on), or nullptr
   std::atomic<int> failed{MPI_SUCCESS};  // a proxy call's error, for the next call (MPI_ERRORS_RETURN)
 };
 
@@ -152,6 +157,7 @@ std::vector<StreamComm *> &registry() {
 
 void release(StreamComm *sc) {
   sc->queue.reset();  // waits for the calls the stream has not reached yet
+  sc->dev.reset();    // waits for the device, then a barrier on `inner` (every rank frees)
   if (sc->inner != MPI_COMM_NULL) PMPI_Comm_free(&sc->inner);
   if (sc->stream) sc->stream->comms.fetch_sub(1, std::memory_order_acq_rel);
   {
@@ -244,9 +250,16 @@ Status check_type(MPI_Datatype t, std::string *why) {
 // error code) in the stream's order on the stream communicator `comm`. `types`: the
 // datatypes the call reads, held until it has run. `checks`: the argument checks, Status::Ok
 // or an error with its text.
-template <class Checks, class Call>
+//
+// `device(dev, &call, &why)`: where the communicator has the device path, fills `call` and
+// returns Status::Ok when the path takes the call (decided alike on every rank: the kind,
+// the reduction's predefined type and op), Status::NotSupported when it goes to the proxy.
+struct NoDevicePath {
+  Status operator()(const StreamDevice &, StreamDeviceCall *) const { return Status::NotSupported; }
+};
+template <class Checks, class Call, class Device = NoDevicePath>
 int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MPI_Datatype> types, Checks &&checks,
-            Call &&call) {
+            Call &&call, Device &&device = Device{}) {
   const Coll line = coll_form(coll, Form::Enqueue);
   Stats &stats = process_stats();
   return guarded(
@@ -272,6 +285,20 @@ int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MP
         if (!ok(st)) {
           stats.record(line, Path::Error, 0);
           return raise_error(comm, st, func, why.c_str());
+        }
+        StreamDeviceCall dc;
+        if (sc->dev && device(*sc->dev, &dc) == Status::Ok) {
+          // The device path: kernels on the application's stream, nothing on the host.
+          st = sc->dev->enqueue(dc, &why);
+          if (!ok(st)) {
+            stats.record(line, Path::Error, 0);
+            return raise_error(comm, st, func, why.c_str());
+          }
+          stats.record(line, Path::Engine, dc.kind == FusedKind::Allgather
+                                               ? dc.bytes * static_cast<std::size_t>(sc->dev->ranks())
+                                               : dc.bytes);
+          stats.count(Counter::StreamDeviceCalls);
+          return MPI_SUCCESS;
         }
         if (!sc->queue) {
           // Host-synchronous: the stream's earlier work first, then the call here.
@@ -364,12 +391,22 @@ Status reduction_ok(long long count, MPI_Datatype t, MPI_Op op, std::string *why
   return st;
 }
 
+// The device path reads a buffer's bytes as one run: a derived datatype's layout (packed by
+// the blocking calls) is refused there (stream_device.h says why not sent to the proxy).
+void refuse_unless_direct(const ByteLayout &l, StreamDeviceCall *c) {
+  if (l.direct || !l.bytes || !ok(c->refused)) return;
+  c->refused = Status::ErrType;
+  c->refused_why =
+      "the stream-ordered device path (GCOLL_STREAM_DEVICE=on) reads bcast and allgather buffers as one run of "
+      "bytes: use a predefined datatype here, or GCOLL_STREAM_DEVICE=off";
+}
+
 // The calls with a send block and a receive block per rank (allgather, alltoall): checks
 // (the send side only when not in place), the types held, and `run(comm, sendtype,
 // recvtype)` with the held ones.
-template <class Run>
+template <class Run, class Device = NoDevicePath>
 int enqueue_blocks(Coll coll, const char *func, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, Run run) {
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, Run run, Device device = Device{}) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
   return enqueue(
       coll, func, comm, {in_place ? recvtype : sendtype, recvtype},
@@ -382,7 +419,8 @@ int enqueue_blocks(Coll coll, const char *func, const void *sendbuf, int sendcou
       },
       [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
         return run(c, in_place ? sendtype : type_at(h, 0, sendtype), type_at(h, 1, recvtype));
-      });
+      },
+      device);
 }
 
 // The large-count forms: counts that fit an int take the int form; the others are refused
@@ -525,6 +563,19 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
     if (wrc != MPI_SUCCESS) GCOLL_WARN("%s: the device path's set-up call failed (MPI error %d)", func, wrc);
   }
   gcoll::StreamQueue::free_device_word(dev);
+  if (rc == MPI_SUCCESS && all) {
+    // The device path (stream_device.h): collective, where every rank has a CUDA stream.
+    std::string why;
+    gcoll::no_throw("setting up a stream communicator's device path",
+                    [&] { sc->dev = gcoll::StreamDevice::create(inner, stream->cuda, &why); });
+    int me = 0;
+    PMPI_Comm_rank(comm, &me);
+    if (sc->dev && me == 0)
+      GCOLL_INFO("%s: allreduce, bcast and allgather on device buffers as kernels on the stream (%d ranks)", func,
+                 sc->dev->ranks());
+    else if (!sc->dev && me == 0 && gcoll::config().stream_device)
+      GCOLL_INFO("%s: no device path (%s): every enqueued call goes to the proxy thread", func, why.c_str());
+  }
   if (stream && stream->gpu) {
     int level = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&level);
@@ -574,6 +625,18 @@ GCOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int 
       [&](std::string *why) { return gcoll::reduction_ok(count, datatype, op, why); },
       [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
         return gcoll::allreduce(gcoll::CallForm{}, sendbuf, recvbuf, count, gcoll::type_at(h, 0, datatype), op, c);
+      },
+      [&](const gcoll::StreamDevice &d, gcoll::StreamDeviceCall *c) {
+        // A predefined type and op the kernels reduce (the same on every rank, as MPI
+        // requires of a reduction's datatype and op); the rest goes to the proxy.
+        if (!gcoll::map_reduction(datatype, op, &c->dtype, &c->op) || !d.takes_reduction(c->dtype, c->op))
+          return Status::NotSupported;
+        c->kind = gcoll::FusedKind::Allreduce;
+        c->elem = gcoll::dtype_size(c->dtype);
+        c->in = sendbuf == MPI_IN_PLACE ? nullptr : sendbuf;
+        c->out = recvbuf;
+        c->bytes = static_cast<std::size_t>(count) * c->elem;
+        return Status::Ok;
       });
 }
 
@@ -590,17 +653,48 @@ GCOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype dataty
       },
       [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
         return gcoll::bcast(gcoll::CallForm{}, buffer, count, gcoll::type_at(h, 0, datatype), root, c);
+      },
+      [&](const gcoll::StreamDevice &, gcoll::StreamDeviceCall *c) {
+        // By the signature's bytes, alike on every rank whatever its datatype.
+        gcoll::ByteLayout l;
+        if (!gcoll::byte_layout(count, datatype, &l)) return Status::NotSupported;  // (checked before)
+        c->kind = gcoll::FusedKind::Bcast;
+        c->out = static_cast<char *>(buffer) + l.offset;
+        c->bytes = l.bytes;
+        c->root = root;
+        gcoll::refuse_unless_direct(l, c);
+        return Status::Ok;
       });
 }
 
 GCOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   GCOLL_STREAM_FORWARD(MPIX_Allgather_enqueue, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-  return gcoll::enqueue_blocks(gcoll::Coll::Allgather, "MPIX_Allgather_enqueue", sendbuf, sendcount, sendtype,
-                               recvcount, recvtype, comm, [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
-                                 return gcoll::allgather(gcoll::CallForm{}, sendbuf, sendcount, st, recvbuf,
-                                                         recvcount, rt, c);
-                               });
+  return gcoll::enqueue_blocks(
+      gcoll::Coll::Allgather, "MPIX_Allgather_enqueue", sendbuf, sendcount, sendtype, recvcount, recvtype, comm,
+      [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
+        return gcoll::allgather(gcoll::CallForm{}, sendbuf, sendcount, st, recvbuf, recvcount, rt, c);
+      },
+      [&](const gcoll::StreamDevice &, gcoll::StreamDeviceCall *c) {
+        // By the signature's bytes, alike on every rank whatever its datatypes.
+        gcoll::ByteLayout r, s;
+        const bool in_place = sendbuf == MPI_IN_PLACE;
+        if (!gcoll::byte_layout(recvcount, recvtype, &r) || (!in_place && !gcoll::byte_layout(sendcount, sendtype, &s)))
+          return Status::NotSupported;  // (checked before)
+        c->kind = gcoll::FusedKind::Allgather;
+        c->in = in_place ? nullptr : static_cast<const char *>(sendbuf) + s.offset;
+        c->out = static_cast<char *>(recvbuf) + r.offset;
+        c->bytes = r.bytes;
+        gcoll::refuse_unless_direct(r, c);
+        if (!in_place) {
+          gcoll::refuse_unless_direct(s, c);
+          if (s.bytes != r.bytes && gcoll::ok(c->refused)) {
+            c->refused = Status::ErrType;
+            c->refused_why = "the send and receive type signatures differ in size";
+          }
+        }
+        return Status::Ok;
+      });
 }
 
 GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount,

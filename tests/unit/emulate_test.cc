@@ -27,12 +27,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -831,6 +833,287 @@ TEST_F(EmuStreams, SleepKeepsAStreamBusyAndQueryTellsIt) {
   EXPECT_EQ(emu::stream_sleep(&not_a_stream, 1), GCOLL_EMU_ERR_INVALID);
   EXPECT_EQ(emu::stream_destroy(nullptr), GCOLL_EMU_ERR_INVALID);  // the legacy stream
   EXPECT_EQ(emu::stream_create(nullptr), GCOLL_EMU_ERR_INVALID);
+}
+
+// ---- graph capture ----------------------------------------------------------------------
+// (emulate.h: stream_begin_capture ... graph_destroy.) What a capturing stream is given
+// must not run until the graph is launched, must run in full at every launch, reading
+// the memory as it is then, and what cannot be replayed must be refused, not recorded.
+
+constexpr unsigned kGraphSleepUs = 50000;  // a graph's long "kernel": launches are seen
+                                           // to return before their work runs
+
+bool capturing(Stream s) {
+  int c = -1;
+  EXPECT_EQ(emu::stream_is_capturing(s, &c), GCOLL_EMU_OK);
+  return c == 1;
+}
+
+// Ends the capture open on s: its graph (nullptr, and the test fails, when there is none).
+void *end_capture(Stream s) {
+  void *g = nullptr;
+  EXPECT_EQ(emu::stream_end_capture(s, &g), GCOLL_EMU_OK) << emulated_runtime().last_error();
+  EXPECT_FALSE(capturing(s));
+  return g;
+}
+
+// The capture open on s was invalidated by a refused operation: its end gives no graph,
+// and the stream captures no more.
+void expect_invalidated(Stream s, const char *what) {
+  void *g = reinterpret_cast<void *>(1);
+  EXPECT_EQ(emu::stream_end_capture(s, &g), GCOLL_EMU_ERR_CAPTURE) << what << " did not invalidate the capture";
+  EXPECT_EQ(g, nullptr);
+  EXPECT_NE(std::string(emulated_runtime().last_error()).find(what), std::string::npos)
+      << "the end of the capture does not name what invalidated it";
+  EXPECT_FALSE(capturing(s));
+}
+
+bool holds(const Buffer &b, const std::vector<unsigned char> &v) { return std::memcmp(b.p, v.data(), v.size()) == 0; }
+
+void count_run(void *arg) { static_cast<std::atomic<int> *>(arg)->fetch_add(1); }
+
+TEST_F(EmuStreams, CaptureRecordsAndEveryLaunchReplaysIt) {
+  Buffer seen(kBytes, GCOLL_EMU_MEM_PINNED);
+  ASSERT_EQ(seen.rc, GCOLL_EMU_OK);
+  emu::set_delay_for_testing(0);
+  std::memset(out_.p, 0xee, kBytes);
+  EXPECT_FALSE(capturing(a_.s));
+  EXPECT_FALSE(rt_.stream_capturing(a_.s));
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  EXPECT_TRUE(capturing(a_.s));
+  EXPECT_TRUE(rt_.stream_capturing(a_.s));
+  EXPECT_FALSE(rt_.stream_capturing(b_.s));
+  EXPECT_FALSE(rt_.stream_capturing(nullptr));
+  // A memset, a long kernel, the pinned source into the device, the device out to pinned.
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x11, kBytes, a_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_sleep(a_.s, kGraphSleepUs), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memcpy_async(dev_.p, src_.p, kBytes, a_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memcpy_async(out_.p, dev_.p, kBytes, a_.s), GCOLL_EMU_OK);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, seen.p).data(), kBytes, 0)) << "captured work ran at capture";
+  EXPECT_TRUE(all_equal(out_.bytes(), kBytes, 0xee)) << "captured work ran at capture";
+  void *g = end_capture(a_.s);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(all_equal(out_.bytes(), kBytes, 0xee)) << "ending the capture ran its work";
+  // Every launch copies the source as it is at that launch, on any stream.
+  for (unsigned i = 0; i < 4; ++i) {
+    const std::vector<unsigned char> now = pattern(kBytes, 10 + i);
+    std::memcpy(src_.p, now.data(), kBytes);
+    Stream on = i % 2 ? b_.s : a_.s;
+    ASSERT_EQ(emu::graph_launch(g, on), GCOLL_EMU_OK);
+    EXPECT_FALSE(holds(out_, now)) << "launch " << i << " ran its work before returning";
+    ASSERT_EQ(emu::stream_synchronize(on), GCOLL_EMU_OK);
+    EXPECT_TRUE(holds(out_, now)) << "launch " << i << " did not copy the source as it is now";
+  }
+  EXPECT_TRUE(holds_source(peek(dev_.p, kBytes, b_.s, seen.p)));
+  EXPECT_EQ(emu::graph_destroy(g), GCOLL_EMU_OK);
+}
+
+TEST_F(EmuStreams, GraphLaunchKeepsItsPlaceOnItsStream) {
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memcpy_async(out_.p, dev_.p, kBytes, a_.s), GCOLL_EMU_OK);  // reads dev_
+  void *g = end_capture(a_.s);
+  ASSERT_NE(g, nullptr);
+  // b: slow filler, dev_ = 0x21, the graph, dev_ = 0x42: the graph reads 0x21.
+  slow(b_.s);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x21, kBytes, b_.s), GCOLL_EMU_OK);
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(emu::graph_launch(g, b_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x42, kBytes, b_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_synchronize(b_.s), GCOLL_EMU_OK);
+  EXPECT_FALSE(all_equal(out_.bytes(), kBytes, 0)) << "the graph ran before the work queued ahead of it";
+  EXPECT_FALSE(all_equal(out_.bytes(), kBytes, 0x42)) << "the graph ran after the work queued behind it";
+  EXPECT_TRUE(all_equal(out_.bytes(), kBytes, 0x21));
+  EXPECT_EQ(emu::graph_destroy(g), GCOLL_EMU_OK);
+}
+
+TEST_F(EmuStreams, CaptureRefusesWhatItCannotReplay) {
+  // The default stream cannot be captured, in any of its spellings.
+  EXPECT_EQ(emu::stream_begin_capture(nullptr), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::stream_begin_capture(reinterpret_cast<void *>(2)), GCOLL_EMU_ERR_INVALID);
+  EXPECT_FALSE(capturing(nullptr));
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_ERR_CAPTURE);  // open already
+  // Synchronizing or querying a capturing stream (CUDA refuses both).
+  EXPECT_EQ(emu::stream_synchronize(a_.s), GCOLL_EMU_ERR_CAPTURE);
+  EXPECT_NE(std::string(rt_.last_error()).find("capturing"), std::string::npos);
+  expect_invalidated(a_.s, "cudaStreamSynchronize");
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  EXPECT_EQ(rt_.stream_synchronize(a_.s), Status::ErrArg);
+  expect_invalidated(a_.s, "cudaStreamSynchronize");
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_query(a_.s), GCOLL_EMU_ERR_CAPTURE);
+  expect_invalidated(a_.s, "cudaStreamQuery");
+  // Copies to and from pageable memory: staged or waited for when queued, never replayed.
+  std::vector<unsigned char> host(kBytes, 0x99);
+  for (int c = 0; c < 3; ++c) {
+    ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+    if (c == 0) EXPECT_EQ(emu::memcpy_async(dev_.p, host.data(), kBytes, a_.s), GCOLL_EMU_ERR_CAPTURE);
+    if (c == 1) EXPECT_EQ(emu::memcpy_async(host.data(), dev_.p, kBytes, a_.s), GCOLL_EMU_ERR_CAPTURE);
+    if (c == 2) EXPECT_EQ(rt_.memcpy_async(dev_.p, host.data(), kBytes, a_.s), Status::ErrArg);
+    EXPECT_NE(std::string(rt_.last_error()).find("pageable"), std::string::npos);
+    expect_invalidated(a_.s, "pageable");
+  }
+  EXPECT_TRUE(all_equal(host.data(), kBytes, 0x99)) << "a refused copy ran";
+  // Events on a capturing stream: not emulated.
+  EventGuard e;
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  EXPECT_EQ(rt_.event_record(e.e, a_.s), Status::ErrArg);
+  expect_invalidated(a_.s, "cudaEventRecord");
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  EXPECT_EQ(rt_.stream_wait_event(a_.s, e.e), Status::ErrArg);
+  expect_invalidated(a_.s, "cudaStreamWaitEvent");
+  // Nothing refused outside a capture; no capture to end; handles that are not graphs.
+  EXPECT_EQ(emu::stream_synchronize(a_.s), GCOLL_EMU_OK);
+  void *g = nullptr;
+  EXPECT_EQ(emu::stream_end_capture(a_.s, &g), GCOLL_EMU_ERR_CAPTURE);
+  EXPECT_EQ(emu::stream_end_capture(nullptr, &g), GCOLL_EMU_ERR_CAPTURE);
+  EXPECT_EQ(emu::stream_end_capture(a_.s, nullptr), GCOLL_EMU_ERR_INVALID);
+  int not_a_graph = 0;
+  EXPECT_EQ(emu::graph_launch(&not_a_graph, a_.s), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::graph_destroy(&not_a_graph), GCOLL_EMU_ERR_INVALID);
+  // A capture after the refused ones is whole.
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memcpy_async(out_.p, src_.p, kBytes, a_.s), GCOLL_EMU_OK);
+  g = end_capture(a_.s);
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(emu::graph_launch(g, a_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_synchronize(a_.s), GCOLL_EMU_OK);
+  EXPECT_TRUE(holds_source(std::vector<unsigned char>(out_.bytes(), out_.bytes() + kBytes)));
+  EXPECT_EQ(emu::graph_destroy(g), GCOLL_EMU_OK);
+}
+
+TEST_F(EmuStreams, DestroyLeavesQueuedLaunchesAndDiscardsOpenCaptures) {
+  std::atomic<int> runs{0};
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(emu::stream_begin_capture(a_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_sleep(a_.s, kGraphSleepUs / 2), GCOLL_EMU_OK);
+  ASSERT_EQ(rt_.launch_host_func(a_.s, count_run, &runs), Status::Ok);
+  ASSERT_EQ(emu::memcpy_async(out_.p, src_.p, kBytes, a_.s), GCOLL_EMU_OK);
+  void *g = end_capture(a_.s);
+  ASSERT_NE(g, nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(emu::graph_launch(g, b_.s), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::graph_destroy(g), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::graph_launch(g, b_.s), GCOLL_EMU_ERR_INVALID);  // gone
+  EXPECT_EQ(emu::graph_destroy(g), GCOLL_EMU_ERR_INVALID);
+  ASSERT_EQ(emu::stream_synchronize(b_.s), GCOLL_EMU_OK);
+  EXPECT_EQ(runs.load(), 3) << "destroying the graph dropped launches already queued";
+  EXPECT_TRUE(holds_source(std::vector<unsigned char>(out_.bytes(), out_.bytes() + kBytes)));
+  // A stream destroyed while capturing: its capture is discarded, never run.
+  void *c = nullptr;
+  ASSERT_EQ(emu::stream_create(&c), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_begin_capture(c), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x5d, kBytes, c), GCOLL_EMU_OK);
+  ASSERT_EQ(rt_.launch_host_func(c, count_run, &runs), Status::Ok);
+  ASSERT_EQ(emu::stream_destroy(c), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_is_capturing(c, nullptr), GCOLL_EMU_ERR_INVALID);
+  int cap = -1;
+  EXPECT_EQ(emu::stream_is_capturing(c, &cap), GCOLL_EMU_ERR_INVALID);  // not a stream any more
+  EXPECT_EQ(emu::device_synchronize(), GCOLL_EMU_OK);
+  EXPECT_EQ(runs.load(), 3) << "the capture of a destroyed stream ran";
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, out_.p).data(), kBytes, 0)) << "the capture of a destroyed stream ran";
+}
+
+// A stand-in for the proxy of the stream-ordered collectives (coll/stream_queue.h): a
+// host function on the stream hands each call over; this thread runs it (adds `addend`
+// to the pinned staging buffer, what an allreduce with a peer would do) and sets the word
+// the stream waits on.
+class Proxy {
+ public:
+  Proxy(const MappedWord &w, std::int32_t *stage, std::size_t n, std::int32_t addend)
+      : w_(w), stage_(stage), n_(n), addend_(addend), thread_([this] { loop(); }) {}
+  ~Proxy() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  static void hand_over(void *arg) {  // on the stream's worker: must not call the runtime
+    auto *p = static_cast<Proxy *>(arg);
+    {
+      std::lock_guard<std::mutex> lk(p->m_);
+      ++p->handed_;
+    }
+    p->cv_.notify_all();
+  }
+  int served() {
+    std::lock_guard<std::mutex> lk(m_);
+    return served_;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lk(m_);
+    for (;;) {
+      cv_.wait(lk, [&] { return stop_ || handed_ > served_; });
+      if (handed_ == served_) return;
+      lk.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a collective's time
+      for (std::size_t i = 0; i < n_; ++i) stage_[i] += addend_;
+      w_.set(1);
+      lk.lock();
+      ++served_;
+    }
+  }
+  const MappedWord &w_;
+  std::int32_t *stage_;
+  std::size_t n_;
+  std::int32_t addend_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  int handed_ = 0, served_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Issue 30's training step: a kernel, an enqueued allreduce (a host function handing it
+// to the proxy, a wait for its word, the word's reset), a kernel, captured once with the
+// runtime gcoll uses and replayed with new input every time.
+TEST_F(EmuStreams, TrainingStepCapturedOnceIsRightAtEveryReplay) {
+  constexpr std::size_t n = kBytes / sizeof(std::int32_t);
+  constexpr std::int32_t kPeer = 1000;
+  MappedWord w;
+  ASSERT_NE(w.p, nullptr);
+  Buffer x(kBytes, GCOLL_EMU_MEM_DEVICE), y(kBytes, GCOLL_EMU_MEM_DEVICE), z(kBytes, GCOLL_EMU_MEM_DEVICE);
+  Buffer stage(kBytes, GCOLL_EMU_MEM_PINNED);
+  ASSERT_EQ(x.rc, GCOLL_EMU_OK);
+  ASSERT_EQ(y.rc, GCOLL_EMU_OK);
+  ASSERT_EQ(z.rc, GCOLL_EMU_OK);
+  ASSERT_EQ(stage.rc, GCOLL_EMU_OK);
+  auto *in = static_cast<std::int32_t *>(src_.p);
+  auto *out = static_cast<std::int32_t *>(out_.p);
+  Proxy proxy(w, static_cast<std::int32_t *>(stage.p), n, kPeer);
+  const void *twice_x[] = {x.p, x.p};
+  const void *y_and_x[] = {y.p, x.p};
+  Stream s = a_.s;
+  ASSERT_EQ(emu::stream_begin_capture(s), GCOLL_EMU_OK);
+  ASSERT_EQ(rt_.memcpy_async(x.p, in, kBytes, s), Status::Ok);
+  ASSERT_EQ(rt_.reduce(DType::Int32, ROp::Sum, y.p, twice_x, 2, n, s), Status::Ok);  // y = 2x
+  ASSERT_EQ(rt_.memcpy_async(stage.p, y.p, kBytes, s), Status::Ok);
+  ASSERT_EQ(rt_.launch_host_func(s, &Proxy::hand_over, &proxy), Status::Ok);  // stage += kPeer
+  ASSERT_EQ(rt_.stream_wait_value32(s, w.word(), 1), Status::Ok);
+  ASSERT_EQ(rt_.stream_write_value32(s, w.word(), 0), Status::Ok);
+  ASSERT_EQ(rt_.memcpy_async(y.p, stage.p, kBytes, s), Status::Ok);
+  ASSERT_EQ(rt_.reduce(DType::Int32, ROp::Sum, z.p, y_and_x, 2, n, s), Status::Ok);  // z = y + x
+  ASSERT_EQ(rt_.memcpy_async(out, z.p, kBytes, s), Status::Ok);
+  void *g = end_capture(s);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(proxy.served(), 0) << "the captured host function ran at capture";
+  for (int step = 0; step < 8; ++step) {
+    for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<std::int32_t>(i * 7) - 3000 + step * 11;
+    ASSERT_EQ(emu::graph_launch(g, s), GCOLL_EMU_OK);
+    ASSERT_EQ(rt_.stream_synchronize(s), Status::Ok);
+    EXPECT_EQ(proxy.served(), step + 1);
+    EXPECT_EQ(w.get(), 0u) << "step " << step << ": the word was not reset";
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += out[i] != 3 * in[i] + kPeer;
+    EXPECT_EQ(wrong, 0u) << "step " << step << ": " << wrong << " elements are not 3x + " << kPeer
+                         << " (out[0] = " << out[0] << ", in[0] = " << in[0] << ")";
+  }
+  EXPECT_EQ(emu::graph_destroy(g), GCOLL_EMU_OK);
 }
 
 // ---- reductions ------------------------------------------------------------------------
