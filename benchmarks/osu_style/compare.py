@@ -26,7 +26,8 @@ osu_allreduce_enqueue (MPIX_Allreduce_enqueue) has no MPI-alone baseline: the MP
 has no enqueue API under Open MPI. Both variants run under gcoll (--env, the preload),
 always with `-d cuda`: the baseline is the blocking osu_allreduce -d cuda (a barrier
 after every call), the other osu_allreduce_enqueue: "blocking(us)" vs "enqueue(us)",
-speedup = blocking / enqueue. On a machine without a GPU add --env GCOLL_CUDA=emulate.
+speedup = blocking / enqueue (inside a CUDA graph: --gcoll-arg=--graph --gcoll-arg=100).
+On a machine without a GPU add --env GCOLL_CUDA=emulate.
 
 Needs Open MPI's mpirun (`-x VAR=VALUE`), python3 (standard library only) and,
 for the PNG, gnuplot (Debian: gnuplot-nox). Without gnuplot the PNG is skipped
@@ -317,7 +318,7 @@ def mpirun_command(args, variant):
     if under_gcoll:
         cmd += ["-x", "LD_PRELOAD=" + args.lib]
     cmd.append(os.path.join(args.bin_dir, bench))
-    return cmd + bench_args
+    return cmd + bench_args + (list(args.gcoll_args) if variant == "gcoll" else [])
 
 
 def child_env():
@@ -585,6 +586,10 @@ def parse_args(argv):
     ap.add_argument("--mpirun-arg", dest="mpirun_args", action="append", default=[],
                     metavar="ARG", help="extra mpirun argument (repeatable), e.g. "
                                         "--mpirun-arg=--bind-to --mpirun-arg=core")
+    ap.add_argument("--gcoll-arg", dest="gcoll_args", action="append", default=[], metavar="ARG",
+                    help="benchmark argument for the gcoll runs only (repeatable), e.g. "
+                         "--gcoll-arg=--graph --gcoll-arg=100 (osu_allreduce_enqueue: calls "
+                         "inside a CUDA graph, against the blocking call)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument("--out", help="output directory (default: <build-dir>/osu_compare/"
                                   "<bench>-np<N>-<time>)")

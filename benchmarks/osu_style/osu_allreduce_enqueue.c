@@ -18,6 +18,10 @@
  * LD_PRELOAD or in an MPI that has them (MPICH >= 4.1); where there are none it says so
  * and exits with status 1.
  *
+ * --graph CALLS: CALLS enqueued calls captured once per size into a CUDA graph
+ * (cudaStreamBeginCapture), the warmup and the timed loop launches of it; latency = time /
+ * calls launched (issue 30's "inside a graph" figure).
+ *
  * MPI_Init_thread asks for MPI_THREAD_MULTIPLE (--thread-level asks for less); a comment
  * line says which level was granted: without MULTIPLE gcoll's enqueue calls are
  * host-synchronous (each waits for the stream and runs the collective before it returns).
@@ -78,6 +82,8 @@ static const char *refuse(const osu_options *o) {
   return NULL;
 }
 
+static void call(osu_ctx *c, int count);
+
 #ifdef OSU_HAVE_CUDA
 /* a CUDA stream, an MPIX_Stream on it, a stream communicator over MPI_COMM_WORLD; the
  * stream does not wait for the legacy one, which osu_common's copies (the buffers'
@@ -97,6 +103,23 @@ static void setup(osu_ctx *c) {
 static void flush(osu_ctx *c) {
   (void)c;
   OSU_GPU(gpu_stream_synchronize(stream));
+}
+
+/* --graph CALLS: the calls captured on the stream into one graph, launched as a whole */
+static void *graph;
+static void graph_capture(osu_ctx *c, int count, int calls) {
+  OSU_GPU(gpu_stream_begin_capture(stream));
+  for (int i = 0; i < calls; i++) call(c, count);
+  OSU_GPU(gpu_stream_end_capture(stream, &graph));
+}
+static void graph_launch(osu_ctx *c) {
+  (void)c;
+  OSU_GPU(gpu_graph_launch(graph, stream));
+}
+static void graph_release(osu_ctx *c) {
+  (void)c;
+  OSU_GPU(gpu_graph_destroy(graph));
+  graph = NULL;
 }
 
 static void teardown(osu_ctx *c) {
@@ -148,6 +171,9 @@ int main(int argc, char **argv) {
       .flush = flush,
       .setup = setup,
       .teardown = teardown,
+      .graph_capture = graph_capture,
+      .graph_launch = graph_launch,
+      .graph_release = graph_release,
 #endif
   };
   return osu_main(&bench, argc, argv);

@@ -169,7 +169,7 @@ typedef struct {
                             thread level, 6: blocking ones with a barrier after each call */
 } osu_optdef;
 
-enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME, OPT_THREAD_LEVEL };
+enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME, OPT_THREAD_LEVEL, OPT_GRAPH };
 
 static const osu_optdef osu_optdefs[] = {
     {'d', "accelerator", required_argument,
@@ -226,6 +226,10 @@ static const osu_optdef osu_optdefs[] = {
     {0, "thread-level", OPT_THREAD_LEVEL,
      "LEVEL - what MPI_Init_thread asks for: single, funneled,\n"
      "serialized or multiple (default: the benchmark's)", 5},
+    {0, "graph", OPT_GRAPH,
+     "CALLS - capture CALLS calls into one CUDA graph (cudaStreamBeginCapture)\n"
+     "and time launches of it: per-call latency = time / calls launched\n"
+     "(default 0: no graph)", 7},
 };
 #define OSU_NOPTDEFS ((int)(sizeof(osu_optdefs) / sizeof(osu_optdefs[0])))
 
@@ -233,7 +237,7 @@ static int osu_optdef_applies(const osu_bench *b, const osu_optdef *d) {
   return d->which == 0 || (d->which == 1 && b->has_in_place) || (d->which == 2 && b->has_root) ||
          (d->which == 3 && !b->nonblocking) || (d->which == 4 && b->nonblocking) ||
          (d->which == 5 && b->thread_level) ||
-         (d->which == 6 && !b->nonblocking && !b->back_to_back);
+         (d->which == 6 && !b->nonblocking && !b->back_to_back) || (d->which == 7 && b->graph_capture);
 }
 
 static void osu_print_help(const osu_bench *b) {
@@ -347,7 +351,9 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
     const osu_optdef *d = &osu_optdefs[i];
     if (!osu_optdef_applies(b, d)) continue;
     longopts[nl].name = d->name;
-    longopts[nl].has_arg = d->opt ? d->has_arg : d->has_arg == OPT_THREAD_LEVEL ? required_argument : no_argument;
+    longopts[nl].has_arg = d->opt                                                       ? d->has_arg
+                           : d->has_arg == OPT_THREAD_LEVEL || d->has_arg == OPT_GRAPH ? required_argument
+                                                                                       : no_argument;
     longopts[nl].flag = NULL;
     longopts[nl].val = d->opt ? d->opt : d->has_arg; /* long-only: OPT_* code */
     nl++;
@@ -453,6 +459,12 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
       case OPT_STAGED: o->staged = 1; break;
       case OPT_BUSBW: o->busbw = 1; break;
       case OPT_MAX_RANK_TIME: o->max_rank_time = 1; break;
+      case OPT_GRAPH: {
+        long v = 0;
+        if (osu_parse_int(optarg, 1, &v)) return osu_bad(bad, word, "Invalid number of calls per graph");
+        o->graph = (int)v;
+        break;
+      }
       case OPT_THREAD_LEVEL: {
         const char *names[] = {"single", "funneled", "serialized", "multiple"};
         const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED,
@@ -792,7 +804,23 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
 
   OSU_MPI(MPI_Barrier(c->comm));
   double timer = 0.0;
-  if (b->back_to_back) {
+  if (b->back_to_back && o->graph) {
+    /* --graph: o->graph calls captured once into a graph; the warmup and the timed calls
+       are launches of it (at least one each), timed as a whole */
+    const size_t per = (size_t)o->graph;
+    const size_t launches = (iters + per - 1) / per, warm = (skip + per - 1) / per;
+    b->graph_capture(c, count, o->graph);
+    for (size_t i = 0; i < (warm ? warm : 1); i++) b->graph_launch(c);
+    b->flush(c);
+    OSU_MPI(MPI_Barrier(c->comm));
+    double t_start = MPI_Wtime();
+    for (size_t i = 0; i < launches; i++) b->graph_launch(c);
+    b->flush(c);
+    timer = MPI_Wtime() - t_start;
+    b->graph_release(c);
+    iters = launches * per;
+    times = NULL;
+  } else if (b->back_to_back) {
     /* the warmup, then the timed calls without barriers, timed as a whole */
     for (size_t i = 0; i < skip; i++) osu_call(c, count);
     if (b->flush) b->flush(c);

@@ -61,6 +61,7 @@ typedef struct {
   int max_rank_time;    /* --max-rank-time */
   int num_probes;       /* -t CALLS (nonblocking): MPI_Test calls during the dummy compute */
   int thread_level;     /* --thread-level (benchmarks with osu_bench.thread_level) */
+  int graph;            /* --graph CALLS (benchmarks with osu_bench.graph_capture): 0 none */
   int thread_granted;   /* what MPI_Init_thread granted, the minimum over the ranks */
   size_t min_size, max_size, mem_limit;
   size_t iterations, iterations_large, skip, skip_large;
@@ -136,6 +137,12 @@ typedef struct osu_bench {
   /* After MPI_Init, on every rank, no collective calls: NULL, or why this process cannot
      run the benchmark (the first such rank prints "name: reason", exit status 1). */
   const char *(*refuse)(const osu_options *o);
+  /* Optional, with back_to_back and flush (--graph CALLS): graph_capture captures CALLS
+     calls on the buffers into a graph (once per size, after the barrier), graph_launch
+     queues one launch of it, graph_release frees it (after the timed launches). */
+  void (*graph_capture)(osu_ctx *c, int count, int calls);
+  void (*graph_launch)(osu_ctx *c);
+  void (*graph_release)(osu_ctx *c);
   /* Once, around all the sizes: after the buffers are made, before they are freed. */
   void (*setup)(osu_ctx *c);
   void (*teardown)(osu_ctx *c);

@@ -48,7 +48,11 @@ enum gcoll_emu_error {
   GCOLL_EMU_ERR_CAPTURE = 5    /* not permitted in the stream's capture state: an operation a capturing
                                   stream refuses (cudaErrorStreamCaptureUnsupported), the end of a
                                   capture it invalidated (cudaErrorStreamCaptureInvalidated), a capture
-                                  begun twice or ended when none is open (cudaErrorIllegalState) */
+                                  begun twice or ended when none is open (cudaErrorIllegalState) */,
+  GCOLL_EMU_ERR_TRAPPED = 6    /* gcoll_emu_stream_synchronize: a kernel on the stream trapped (a
+                                  stream-ordered collective that failed or timed out: on a GPU
+                                  cudaErrorLaunchFailure, sticky for the whole context; here for the
+                                  stream, at every synchronization until it is destroyed) */
 };
 
 enum gcoll_emu_mem {

@@ -140,6 +140,7 @@ GCOLL_EMU_EXPORT const char *gcoll_emu_error_string(int code) {
     case GCOLL_EMU_ERR_INVALID: return "invalid argument (pointer, memory kind, size, device or stream)";
     case GCOLL_EMU_ERR_NOT_READY: return "work queued on the stream has not completed (not ready)";
     case GCOLL_EMU_ERR_CAPTURE: return "not permitted in the stream's graph capture state";
+    case GCOLL_EMU_ERR_TRAPPED: return "a kernel on the stream trapped";
   }
   return "unknown gcoll_emu error code";
 }

@@ -132,6 +132,11 @@ int stream_synchronize(void *stream) {
   if (rc != GCOLL_EMU_OK) return rc;
   if (refused_under_capture(es, "cudaStreamSynchronize")) return GCOLL_EMU_ERR_CAPTURE;
   es->synchronize();  // (a failed reduction stays for gcoll's own check: take_failure)
+  if (es->trapped()) {
+    set_error("emulated GPU: a kernel on stream %p trapped (a stream-ordered collective failed or timed out)",
+              static_cast<void *>(es));
+    return GCOLL_EMU_ERR_TRAPPED;
+  }
   return GCOLL_EMU_OK;
 }
 

@@ -47,6 +47,10 @@ class EmuRuntime final : public Runtime {
     if (!es) return Status::ErrInternal;
     if (refused_under_capture(es, "cudaStreamSynchronize")) return Status::ErrArg;
     es->synchronize();
+    if (es->trapped()) {
+      set_error("emulated GPU: a kernel on stream %p trapped", static_cast<void *>(es));
+      return Status::ErrInternal;
+    }
     return failure_check(es);
   }
 
@@ -254,7 +258,7 @@ class EmuRuntime final : public Runtime {
     return es->enqueue([j] {
       if (!run_fused(j) && j.p.trap) {
         GCOLL_WARN("emulated GPU: a stream-ordered collective failed or timed out: the kernel traps");
-        if (EmuStream *now = EmuStream::running()) now->fail();  // (a graph's launch runs elsewhere)
+        if (EmuStream *now = EmuStream::running()) now->trap();  // (a graph's launch runs elsewhere)
       }
     })
                ? Status::Ok
@@ -305,6 +309,13 @@ class EmuRuntime final : public Runtime {
   bool stream_capturing(Stream s) override {
     EmuStream *es = resolve(s);
     return es && es->capturing();
+  }
+
+  Status stream_device(Stream s, int *dev) override {
+    EmuStream *es = resolve_checked(s);
+    if (!es) return Status::ErrArg;
+    *dev = es == state().legacy() ? current_device() : es->device;
+    return Status::Ok;
   }
 
   const char *last_error() override { return take_error(); }

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/emulate_machine.h"
 #include "cuda/emulate_memory.h"
 
 namespace gcoll {
@@ -61,6 +62,7 @@ using GraphOps = std::vector<std::function<void()>>;
 class EmuStream {
  public:
   EmuStream() = default;
+  int device = 0;  // the device it belongs to (current at its creation; the legacy stream: none)
   EmuStream(const EmuStream &) = delete;
   EmuStream &operator=(const EmuStream &) = delete;
 
@@ -187,6 +189,15 @@ class EmuStream {
   // reports it.
   void fail() { failed_.store(true, std::memory_order_relaxed); }
   bool take_failure() { return failed_.exchange(false, std::memory_order_relaxed); }
+  // A kernel trapped (__trap() on a GPU: the context's sticky error). Every later
+  // synchronization of the stream reports it (gcoll_emu_stream_synchronize,
+  // Runtime::stream_synchronize); the emulation keeps it to the stream, so that a test
+  // process goes on with other streams.
+  void trap() {
+    trapped_.store(true, std::memory_order_relaxed);
+    fail();
+  }
+  bool trapped() const { return trapped_.load(std::memory_order_relaxed); }
 
   // The stream whose worker is the calling thread, or nullptr. An operation that fails
   // reports it to this stream rather than to the one it was queued on: a graph's copy of
@@ -276,6 +287,7 @@ class EmuStream {
   const char *invalidated_by_ = nullptr;  // the first operation the open capture refused
   GraphOps captured_;
   std::atomic<bool> failed_{false};
+  std::atomic<bool> trapped_{false};
   std::thread worker_;
   static thread_local EmuStream *t_running_;
 };
@@ -453,6 +465,7 @@ class State {
   EmuStream *create_locked() {
     try {
       auto s = std::make_shared<EmuStream>();
+      s->device = current_device();  // a stream belongs to the device current at its creation
       streams_.reserve(streams_.size() + 1);  // so that push_back cannot fail after start()
       if (!s->start()) return nullptr;
       streams_.push_back(std::move(s));

@@ -75,6 +75,7 @@ class NoRuntime final : public Runtime {
   }
   bool stream_memops_supported() override { return false; }
   bool stream_capturing(Stream) override { return false; }
+  Status stream_device(Stream, int *) override { return Status::NotSupported; }
   const char *last_error() override { return "gcoll was built without CUDA"; }
 };
 

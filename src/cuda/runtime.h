@@ -132,6 +132,9 @@ class Runtime {
   // cudaStreamIsCapturing(s) != cudaStreamCaptureStatusNone: work queued on `s` now goes
   // into a graph, not to the device (false where it cannot tell).
   virtual bool stream_capturing(Stream s) = 0;
+  // The device `s` belongs to (cudaStreamGetDevice; the legacy default stream: the calling
+  // thread's current device). ErrArg (message) when `s` is not a stream of this process.
+  virtual Status stream_device(Stream s, int *dev) = 0;
 
   // The text of the last failure of this thread (for messages); clears it.
   virtual const char *last_error() = 0;

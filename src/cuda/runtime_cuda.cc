@@ -270,6 +270,12 @@ class CudaRuntime final : public Runtime {
                         "cuStreamWriteValue32");
   }
   bool stream_memops_supported() override { return driver().active() && memops().usable(); }
+  Status stream_device(Stream s, int *dev) override {
+    if (!driver().active()) return Status::NotSupported;
+    if (!s) return check(cudaGetDevice(dev), "cudaGetDevice");
+    return check(cudaStreamGetDevice(S(s), dev), "cudaStreamGetDevice");
+  }
+
   bool stream_capturing(Stream s) override {
     if (!driver().active()) return false;  // no driver: no stream of the application's either
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;

@@ -44,6 +44,7 @@
 #include "coll/pack.h"
 #include "coll/stream_device.h"
 #include "coll/stream_queue.h"
+#include "cuda/device.h"
 #include "pmpi/collectives.h"
 #include "pmpi/errors.h"
 #include "pmpi/mpi_flavor.h"
@@ -554,9 +555,31 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
   // waiting for it (StreamQueue::device_word): where every rank has a CUDA stream and a
   // word of device memory (agreed: the set-up is a collective), one 4-byte device
   // allreduce, counted on allreduce_enqueue.
-  void *dev = stream && stream->gpu ? gcoll::StreamQueue::device_word() : nullptr;
-  int local = dev ? 1 : 0, all = 0;
+  // A stream of another device than the current one (or not a stream of this process's
+  // CUDA): refused on every rank, before anything is set up (agreed in the same exchange).
+  char wrong[160] = "";
+  int stream_dev = -1;
+  if (stream && stream->gpu && gcoll::cuda::usable()) {
+    const int current = gcoll::cuda::runtime().current_device();
+    const gcoll::Status q = gcoll::cuda::runtime().stream_device(stream->cuda, &stream_dev);
+    if (q == gcoll::Status::ErrArg)
+      std::snprintf(wrong, sizeof wrong, "the stream is not a CUDA stream of this process");
+    else if (gcoll::ok(q) && stream_dev != current)
+      std::snprintf(wrong, sizeof wrong,
+                    "the stream belongs to device %d, the current device is %d (make the stream's device current "
+                    "first)",
+                    stream_dev, current);
+  }
+  void *dev = stream && stream->gpu && !wrong[0] ? gcoll::StreamQueue::device_word() : nullptr;
+  int local = wrong[0] ? -1 : dev ? 1 : 0, all = 0;
   rc = PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (rc == MPI_SUCCESS && all < 0) {
+    gcoll::StreamQueue::free_device_word(dev);
+    gcoll::release(sc);
+    PMPI_Comm_free(newcomm);
+    return gcoll::raise_error(comm, Status::ErrArg, func,
+                              wrong[0] ? wrong : "another rank's stream belongs to another device than its current one");
+  }
   if (rc == MPI_SUCCESS && all) {
     gcoll::StatsFormScope form(gcoll::Form::Enqueue);
     const int wrc = gcoll::allreduce(gcoll::CallForm{}, MPI_IN_PLACE, dev, 1, MPI_INT, MPI_SUM, inner);
