@@ -10,7 +10,8 @@
 # one-shot and the banks) and on 2 virtual nodes pipelined and direct, each with a part
 # of its suites; device buffers from 4 threads per rank, memory kinds, the fused
 # protocol, the staged path's stats, device traffic between nodes, stream-ordered calls
-# on the proxy thread (gpu.stream.proxy.np3); the soak's mix on device buffers.
+# on the proxy thread (gpu.stream.proxy.np3) and on the device path (gpu.stream.device.np2:
+# the stream communicators' banks, mapped peers and scratch); the soak's mix on device buffers.
 # Any sanitizer report fails the test that made it (halt_on_error). Run
 # by scripts/test.sh; about 4 minutes on 2 cores, and about one more for the GPU part
 # (69 s measured with other jobs loading the machine to 7-9).
@@ -82,7 +83,7 @@ gpu_mpi gpu.mpi.vnodes2.pipelined.np4 "$across" GCOLL_RANKS_PER_NODE=2 GCOLL_DEV
 gpu_mpi gpu.mpi.vnodes2.direct.np4 "$across" GCOLL_RANKS_PER_NODE=2 GCOLL_DEVICE_NET=direct GCOLL_DEVICE_NET_CHUNK=64K
 # Whole GPU tests (gpu_or_skip.sh finds no GPU in this build and runs them on the emulated one).
 gpu_subset='^gpu\.(threads\..*|memkind\.np4|fused\.np4|stats\.staged\.np4|traffic\.large\.pipelined\.n2xl2'
-gpu_subset+='|traffic\.small\.direct\.n2xl2|colls\.vnodes2\.pipelined\.np4|stream\.proxy\.np3)$'
+gpu_subset+='|traffic\.small\.direct\.n2xl2|colls\.vnodes2\.pipelined\.np4|stream\.proxy\.np3|stream\.device\.np2)$'
 ctest --output-on-failure -R "$gpu_subset" -j 1
 # The soak's mix on device buffers too (and host and device ranks in one call), the
 # engine on both, communicators created and freed every 100 calls, device buffers
