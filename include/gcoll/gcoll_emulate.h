@@ -140,6 +140,17 @@ int gcoll_emu_memset_async(void *p, int value, size_t bytes, void *stream);
  * kernel is on a GPU); returns at once. */
 int gcoll_emu_stream_sleep(void *stream, unsigned int microseconds);
 
+/* Events (no timing: cudaEventCreateWithFlags(cudaEventDisableTiming)). record: queued
+ * on the stream (NULL: the legacy one); synchronize: waits on the host until the work
+ * queued before the last record has run (cudaEventSynchronize); stream_wait_event: work
+ * queued on `stream` from now on waits for it (cudaStreamWaitEvent). Refused on a
+ * capturing stream (GCOLL_EMU_ERR_CAPTURE). */
+int gcoll_emu_event_create(void **event);
+int gcoll_emu_event_destroy(void *event);
+int gcoll_emu_event_record(void *event, void *stream);
+int gcoll_emu_event_synchronize(void *event);
+int gcoll_emu_stream_wait_event(void *stream, void *event);
+
 /* Graph capture, enough for stream-ordered work captured once and replayed (issue 30).
  * While a stream captures, what is queued on it (copies, memsets, sleeps, and gcoll's own
  * work: kernels, host functions, stream memory operations) is recorded instead of run; the

@@ -51,6 +51,11 @@ static struct {
   int (*stream_end_capture)(void *, void **);
   int (*graph_launch)(void *, void *);
   int (*graph_destroy)(void *);
+  int (*event_create)(void **);
+  int (*event_destroy)(void *);
+  int (*event_record)(void *, void *);
+  int (*event_synchronize)(void *);
+  int (*stream_wait_event)(void *, void *);
 } emu;
 
 static int g_emulated;
@@ -98,6 +103,11 @@ static void decide_mode(void) {
   *(void **)&emu.stream_end_capture = emu_symbol("gcoll_emu_stream_end_capture");
   *(void **)&emu.graph_launch = emu_symbol("gcoll_emu_graph_launch");
   *(void **)&emu.graph_destroy = emu_symbol("gcoll_emu_graph_destroy");
+  *(void **)&emu.event_create = emu_symbol("gcoll_emu_event_create");
+  *(void **)&emu.event_destroy = emu_symbol("gcoll_emu_event_destroy");
+  *(void **)&emu.event_record = emu_symbol("gcoll_emu_event_record");
+  *(void **)&emu.event_synchronize = emu_symbol("gcoll_emu_event_synchronize");
+  *(void **)&emu.stream_wait_event = emu_symbol("gcoll_emu_stream_wait_event");
   /* The library reads GCOLL_CUDA itself; if it disagrees, every call would fail with
    * "inactive" and the tests would report that instead of the cause. */
   if (!emu.active()) {
@@ -438,6 +448,56 @@ int gpu_stream_end_capture(void *s, void **graph) {
   }
   *graph = exec;
   return (int)e;
+#endif
+}
+
+int gpu_event_create(void **e) {
+  if (gpu_emulated()) return emu.event_create(e);
+#ifdef GPU_API_NO_CUDA
+  (void)e;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaEventCreateWithFlags((cudaEvent_t *)e, cudaEventDisableTiming);
+#endif
+}
+
+int gpu_event_destroy(void *e) {
+  if (gpu_emulated()) return emu.event_destroy(e);
+#ifdef GPU_API_NO_CUDA
+  (void)e;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaEventDestroy((cudaEvent_t)e);
+#endif
+}
+
+int gpu_event_record(void *e, void *s) {
+  if (gpu_emulated()) return emu.event_record(e, s);
+#ifdef GPU_API_NO_CUDA
+  (void)e, (void)s;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s);
+#endif
+}
+
+int gpu_event_synchronize(void *e) {
+  if (gpu_emulated()) return emu.event_synchronize(e);
+#ifdef GPU_API_NO_CUDA
+  (void)e;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaEventSynchronize((cudaEvent_t)e);
+#endif
+}
+
+int gpu_stream_wait_event(void *s, void *e) {
+  if (gpu_emulated()) return emu.stream_wait_event(s, e);
+#ifdef GPU_API_NO_CUDA
+  (void)s, (void)e;
+  return GPU_API_ERR_NO_CUDA;
+#else
+  return (int)cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0);
 #endif
 }
 

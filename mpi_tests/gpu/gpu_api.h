@@ -95,6 +95,14 @@ int gpu_memset_async(void *p, int value, size_t bytes, void *s);
  * it on a real GPU. */
 int gpu_stream_sleep(void *s, unsigned int us);
 
+/* Events without timing (cudaEventCreateWithFlags(cudaEventDisableTiming)),
+ * cudaEventRecord, cudaEventSynchronize, cudaStreamWaitEvent(s, e, 0). */
+int gpu_event_create(void **e);
+int gpu_event_destroy(void *e);
+int gpu_event_record(void *e, void *s);
+int gpu_event_synchronize(void *e);
+int gpu_stream_wait_event(void *s, void *e);
+
 /* Graph capture. gpu_stream_begin_capture: cudaStreamBeginCapture(s,
  * cudaStreamCaptureModeRelaxed) (not on the legacy stream); gpu_stream_end_capture:
  * cudaStreamEndCapture, then cudaGraphInstantiate: *graph is an executable graph

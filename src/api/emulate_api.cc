@@ -105,6 +105,31 @@ GCOLL_EMU_EXPORT int gcoll_emu_stream_sleep(void *stream, unsigned int microseco
   return emu::stream_sleep(stream, microseconds);
 }
 
+GCOLL_EMU_EXPORT int gcoll_emu_event_create(void **event) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::event_create(event);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_event_destroy(void *event) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::event_destroy(event);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_event_record(void *event, void *stream) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::event_record(event, stream);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_event_synchronize(void *event) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::event_synchronize(event);
+}
+
+GCOLL_EMU_EXPORT int gcoll_emu_stream_wait_event(void *stream, void *event) {
+  if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
+  return emu::stream_wait_event(stream, event);
+}
+
 GCOLL_EMU_EXPORT int gcoll_emu_stream_begin_capture(void *stream) {
   if (!emu::active()) return GCOLL_EMU_ERR_INACTIVE;
   return emu::stream_begin_capture(stream);

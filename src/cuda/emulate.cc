@@ -171,6 +171,51 @@ int stream_sleep(void *stream, unsigned int microseconds) {
              : GCOLL_EMU_ERR_NOMEM;
 }
 
+namespace {
+// A Runtime event call's outcome as the C API's code (ErrArg: refused under capture).
+int event_code(Status st) {
+  return ok(st) ? GCOLL_EMU_OK : st == Status::ErrArg ? GCOLL_EMU_ERR_CAPTURE : GCOLL_EMU_ERR_INVALID;
+}
+}  // namespace
+
+int event_create(void **event) {
+  if (!event) return GCOLL_EMU_ERR_INVALID;
+  return ok(emulated_runtime().event_create(event)) ? GCOLL_EMU_OK : GCOLL_EMU_ERR_NOMEM;
+}
+
+int event_destroy(void *event) {
+  if (!event) return GCOLL_EMU_ERR_INVALID;
+  emulated_runtime().event_destroy(event);
+  return GCOLL_EMU_OK;
+}
+
+int event_record(void *event, void *stream) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  if (!event) return GCOLL_EMU_ERR_INVALID;
+  return event_code(emulated_runtime().event_record(event, stream));
+}
+
+int event_synchronize(void *event) {
+  if (!event) return GCOLL_EMU_ERR_INVALID;
+  for (;;) {
+    bool done = false;
+    const Status st = emulated_runtime().event_query(event, &done);
+    if (!ok(st)) return event_code(st);
+    if (done) return GCOLL_EMU_OK;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+int stream_wait_event(void *stream, void *event) {
+  EmuStream *es = nullptr;
+  const int rc = stream_of(stream, &es);
+  if (rc != GCOLL_EMU_OK) return rc;
+  if (!event) return GCOLL_EMU_ERR_INVALID;
+  return event_code(emulated_runtime().stream_wait_event(stream, event));
+}
+
 int stream_begin_capture(void *stream) {
   if (default_stream_handle(stream)) {
     // CUDA refuses cudaStreamLegacy; the emulation's one default stream also stands for

@@ -88,6 +88,12 @@ int memcpy_async(void *dst, const void *src, std::size_t bytes, void *stream);
 int memset_async(void *p, int value, std::size_t bytes, void *stream);
 // Test-only: keeps the stream busy for `microseconds` (what a long kernel is on a GPU).
 int stream_sleep(void *stream, unsigned int microseconds);
+// Events for test programs (gcoll_emu_event_*), through the emulated Runtime's.
+int event_create(void **event);
+int event_destroy(void *event);
+int event_record(void *event, void *stream);
+int event_synchronize(void *event);
+int stream_wait_event(void *stream, void *event);
 // Graph capture (gcoll_emulate.h has the semantics): cudaStreamBeginCapture in relaxed
 // mode (not on the default stream: GCOLL_EMU_ERR_INVALID); cudaStreamEndCapture with
 // cudaGraphInstantiate (*graph: an executable graph of what the stream recorded);

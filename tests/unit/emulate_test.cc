@@ -808,6 +808,37 @@ TEST_F(EmuStreams, ParkThreadsWaitsForABlockedStream) {
   EXPECT_TRUE(holds_source(peek(src_.p, kBytes, a_.s, out_.p)));
 }
 
+// The C API's events (gcoll_emu_event_*): a record on a busy stream completes only when
+// the stream gets there (event_synchronize waits for it), and another stream that waits
+// for the event runs its next work only after it (a copy there sees the first stream's
+// memset); bad handles are refused.
+TEST_F(EmuStreams, EventsOrderStreamsAndTheHost) {
+  void *a = nullptr, *b = nullptr, *e = nullptr;
+  ASSERT_EQ(emu::stream_create(&a), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_create(&b), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::event_create(&e), GCOLL_EMU_OK);
+  emu::set_delay_for_testing(0);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0, kBytes, a), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_synchronize(a), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_sleep(a, 50000), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memset_async(dev_.p, 0x3d, kBytes, a), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::event_record(e, a), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::stream_wait_event(b, e), GCOLL_EMU_OK);
+  ASSERT_EQ(emu::memcpy_async(out_.p, dev_.p, kBytes, b), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_query(a), GCOLL_EMU_ERR_NOT_READY) << "the sleep should still run";
+  ASSERT_EQ(emu::event_synchronize(e), GCOLL_EMU_OK);
+  Buffer look(kBytes, GCOLL_EMU_MEM_PINNED);
+  EXPECT_TRUE(all_equal(peek(dev_.p, kBytes, b_.s, look.p).data(), kBytes, 0x3d)) << "event done before the memset";
+  ASSERT_EQ(emu::stream_synchronize(b), GCOLL_EMU_OK);
+  EXPECT_TRUE(all_equal(out_.bytes(), kBytes, 0x3d)) << "b's copy ran before the event";
+  EXPECT_EQ(emu::event_record(nullptr, a), GCOLL_EMU_ERR_INVALID);
+  int not_a_stream = 0;
+  EXPECT_EQ(emu::event_record(e, &not_a_stream), GCOLL_EMU_ERR_INVALID);
+  EXPECT_EQ(emu::event_destroy(e), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_destroy(a), GCOLL_EMU_OK);
+  EXPECT_EQ(emu::stream_destroy(b), GCOLL_EMU_OK);
+}
+
 TEST_F(EmuStreams, SleepKeepsAStreamBusyAndQueryTellsIt) {
   void *s = nullptr;
   ASSERT_EQ(emu::stream_create(&s), GCOLL_EMU_OK);
