@@ -21,6 +21,10 @@ set_property(CACHE GCOLL_MPI PROPERTY STRINGS openmpi mpich abi)
 set(GCOLL_MPI_ABI_ROOT "" CACHE PATH
     "GCOLL_MPI=abi: the prefix holding include/mpi_abi.h and lib/libmpi_abi.so (e.g. a Python venv with the mpich wheel)")
 
+# An MPICH that is not Debian's (e.g. PyPI's mpich wheel, MPICH 5.0.2, whose mpi.h has the
+# stream API gcoll takes over): -DGCOLL_MPI=mpich -DMPI_C_COMPILER=<prefix>/bin/mpicc
+# -DMPIEXEC_EXECUTABLE=<prefix>/bin/mpiexec, and -DCMAKE_Fortran_COMPILER=NOTFOUND where it
+# has no Fortran bindings (scripts/test.sh: build-mpich5).
 # Debian installs MPIs side by side: each one's wrappers and launcher carry its suffix
 # (mpicc.openmpi, mpicc.mpich, mpiexec.mpich; MPICH's headers in /usr/include/<triplet>/mpich),
 # and the alternatives (mpicc, mpirun) point to one of them (Open MPI: priority 50, MPICH:
@@ -141,6 +145,12 @@ function(gcoll_check_mpi_flavor)
   if(NOT GCOLL_MPI_H_IS_FLAVOR)
     message(FATAL_ERROR "GCOLL_MPI=${GCOLL_MPI} but the mpi.h found (${MPI_C_INCLUDE_DIRS}) is not ${GCOLL_MPI_NAME}'s; "
                         "use a fresh build directory per MPI")
+  endif()
+  # MPICH's stream API in mpi.h (MPICH >= 4.1): gcoll takes it over (pmpi/stream.cc) rather
+  # than defining its own; the stream tests then run the parts that stay MPICH's.
+  check_symbol_exists(MPIX_STREAM_NULL "mpi.h" GCOLL_MPI_HAS_STREAM_API)
+  if(GCOLL_MPI_HAS_STREAM_API)
+    message(STATUS "gcoll: the MPI's mpi.h has MPICH's stream API: gcoll takes it over")
   endif()
 endfunction()
 

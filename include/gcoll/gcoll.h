@@ -51,7 +51,9 @@ long long gcoll_library_counter(const char *name);
  * hwloc, NVML) as `nvidia-smi topo -m` does, then what gcoll makes of it: the P2P verdict
  * of every GPU pair, the P2P islands, the NVLink rings, each rank's rail NIC and the path
  * each collective would take on device buffers, for `ranks_per_gpu` ranks per GPU (local
- * rank r on GPU r % GPUs). Works without MPI. Returns 0, or -1 on a write error.
+ * rank r on GPU r % GPUs). Works without MPI. Returns 0; 1 where GCOLL_TOPO_FILE is set but
+ * unusable (the detected topology is printed, the file's fault, with its line, goes to
+ * stderr); -1 on a write error.
  * `gcoll_info --topology [--ranks-per-gpu N]` calls it. */
 int gcoll_print_topology(FILE *out, int ranks_per_gpu);
 

@@ -2,9 +2,11 @@
  * MPIX_Stream_comm_create, MPIX_Allreduce_enqueue, ...), which libgcoll.so provides under
  * the MPIs that lack it (Open MPI, MPICH 4.0, the MPI standard ABI), with the same names
  * and signatures, and the enqueue forms of six collectives (MPICH has Allreduce's only).
- * Include it after <mpi.h>; where the MPI's mpi.h declares the API (MPIX_STREAM_NULL is
- * defined) it adds nothing, so one source compiles against both. Link with -lgcoll or run
- * under LD_PRELOAD=libgcoll.so.
+ * Include it after <mpi.h>; where the MPI's mpi.h declares the API (MPICH 4.1 and later:
+ * MPIX_STREAM_NULL is defined) it declares only the enqueue forms that MPI lacks, so one
+ * source compiles against both. There libgcoll.so takes MPICH's API over: the stream
+ * communicators of a cudaStream_t and their enqueue calls are gcoll's, MPICH's other
+ * streams MPICH's. Link with -lgcoll or run under LD_PRELOAD=libgcoll.so.
  *
  *   cudaStream_t s;  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
  *   MPI_Info info;   MPI_Info_create(&info);
@@ -27,12 +29,11 @@
 
 #include <mpi.h>
 
-#ifndef MPIX_STREAM_NULL
-
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+#ifndef MPIX_STREAM_NULL
 typedef struct gcoll_mpix_stream *MPIX_Stream;
 #define MPIX_STREAM_NULL ((MPIX_Stream)0)
 #define GCOLL_MPIX_STREAM 1 /* the API is gcoll's (not the MPI's) */
@@ -45,6 +46,11 @@ int MPIX_Comm_get_stream(MPI_Comm comm, int idx, MPIX_Stream *stream);
 
 int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                            MPI_Comm comm);
+int MPIX_Allreduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                             MPI_Comm comm);
+#endif /* MPIX_STREAM_NULL */
+
+/* The enqueue forms MPICH lacks (gcoll's under every MPI; MPI_Count counts in the _c forms). */
 int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
@@ -54,10 +60,6 @@ int MPIX_Reduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datat
                         MPI_Comm comm);
 int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                           MPI_Datatype recvtype, MPI_Comm comm);
-
-/* The large-count forms (MPI_Count counts). */
-int MPIX_Allreduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
-                             MPI_Comm comm);
 int MPIX_Bcast_enqueue_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int MPIX_Allgather_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                              MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
@@ -72,5 +74,4 @@ int MPIX_Alltoall_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Dataty
 }
 #endif
 
-#endif /* MPIX_STREAM_NULL */
 #endif /* GCOLL_MPIX_STREAM_H */

@@ -11,6 +11,7 @@
 //
 // GCOLLTEST_THREAD_MULTIPLE=1: the proxy thread (the call returns at once; checked where
 // the emulated GPU can keep a stream busy). Without it: host-synchronous calls.
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -33,6 +34,14 @@ using gct::world_rank;
 using gct::world_size;
 
 namespace {
+
+// The stream API is gcoll's (Open MPI, MPICH 4.0, the standard ABI); else MPICH's, taken
+// over by gcoll (pmpi/stream.cc), where what is not a GPU stream stays MPICH's.
+#ifdef GCOLL_MPIX_STREAM
+constexpr bool kGcollsApi = true;
+#else
+constexpr bool kGcollsApi = false;
+#endif
 
 bool thread_multiple() {
   int level = MPI_THREAD_SINGLE;
@@ -373,9 +382,14 @@ TEST(Stream, BadInput) {
   Dev d(64);
   bool ok = true;
   const auto cls = [](int rc) { return gct::error_class(rc); };
-  // A communicator without a stream.
+  // A communicator without a stream: MPI_ERR_COMM from gcoll; under MPICH's API,
+  // MPICH's own allreduce answers it (its error: MPI_ERR_OTHER in MPICH 5.0), gcoll the
+  // calls MPICH lacks.
   int rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (cls(rc) != MPI_ERR_COMM) gct::report("no stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  if (rc == MPI_SUCCESS || (kGcollsApi && cls(rc) != MPI_ERR_COMM))
+    gct::report("no stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  rc = MPIX_Bcast_enqueue(d.p, 4, MPI_INT, 0, MPI_COMM_WORLD);
+  if (cls(rc) != MPI_ERR_COMM) gct::report("bcast, no stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
   rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, -1, MPI_INT, MPI_SUM, sc.comm);
   if (cls(rc) != MPI_ERR_COUNT) gct::report("count -1: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
   rc = MPIX_Bcast_enqueue(d.p, 4, MPI_INT, world_size(), sc.comm);
@@ -388,14 +402,16 @@ TEST(Stream, BadInput) {
   MPIX_Stream s = sc.mpix;
   rc = MPIX_Stream_free(&s);
   if (cls(rc) != MPI_ERR_ARG || s != sc.mpix) gct::report("free of an attached stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
-  // A stream communicator without a GPU stream (info MPI_INFO_NULL: a general stream).
+  // A stream communicator without a GPU stream (info MPI_INFO_NULL: a general stream;
+  // under MPICH's API MPICH's, which needs MPIR_CVAR_CH4_RESERVE_VCIS, CMakeLists.txt).
   MPIX_Stream general = MPIX_STREAM_NULL;
   EXPECT_EQ(MPIX_Stream_create(MPI_INFO_NULL, &general), MPI_SUCCESS);
   MPI_Comm gcomm = MPI_COMM_NULL;
   EXPECT_EQ(MPIX_Stream_comm_create(MPI_COMM_WORLD, general, &gcomm), MPI_SUCCESS);
   MPI_Comm_set_errhandler(gcomm, MPI_ERRORS_RETURN);
   rc = MPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 4, MPI_INT, MPI_SUM, gcomm);
-  if (cls(rc) != MPI_ERR_COMM) gct::report("general stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
+  if (rc == MPI_SUCCESS || (kGcollsApi && cls(rc) != MPI_ERR_COMM))
+    gct::report("general stream: %s", gct::error_class_name(cls(rc)).c_str()), ok = false;
   MPIX_Stream got = MPIX_STREAM_NULL;
   EXPECT_EQ(MPIX_Comm_get_stream(gcomm, 0, &got), MPI_SUCCESS);
   ok = ok && got == general;
@@ -659,3 +675,36 @@ TEST(Stream, HexWithZeroRuns) {
   EXPECT_ALL_RANKS(got == std::vector<int>(4, world_size()));
 }
 
+
+// Under MPICH's API (MPICH >= 4.1), the program's calls are gcoll's, not MPICH's: each
+// resolves into libgcoll.so (MPICH's MPIX_* are aliases of its PMPIX_*), and where MPICH
+// has no CUDA (PyPI's wheel) MPICH's own allreduce refuses the stream communicator that
+// gcoll's runs on (it has no MPICH stream: MPICH cannot take a cudaStream_t there).
+TEST(Stream, TakesTheMpisApiOver) {
+#ifdef GCOLL_MPIX_STREAM
+  GTEST_SKIP() << "the stream API is gcoll's here";
+#else
+  bool ok = true;
+  const auto in_gcoll = [&ok](void *f, void *mpich, const char *name) {
+    Dl_info where{};
+    if (f == mpich || !dladdr(f, &where) || !where.dli_fname || !std::strstr(where.dli_fname, "libgcoll"))
+      gct::report("%s resolves to %s, not libgcoll.so", name, where.dli_fname ? where.dli_fname : "?"), ok = false;
+  };
+  in_gcoll(reinterpret_cast<void *>(&MPIX_Stream_create), reinterpret_cast<void *>(&PMPIX_Stream_create),
+           "MPIX_Stream_create");
+  in_gcoll(reinterpret_cast<void *>(&MPIX_Stream_comm_create), reinterpret_cast<void *>(&PMPIX_Stream_comm_create),
+           "MPIX_Stream_comm_create");
+  in_gcoll(reinterpret_cast<void *>(&MPIX_Allreduce_enqueue), reinterpret_cast<void *>(&PMPIX_Allreduce_enqueue),
+           "MPIX_Allreduce_enqueue");
+  int cuda = 0;
+  MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &cuda);
+  StreamComm sc(MPI_COMM_WORLD, false);
+  ok = allreduce_case<int>(sc, 100, MPI_SUM, false, 50) && ok;
+  if (!cuda) {
+    Dev d(16);
+    if (PMPIX_Allreduce_enqueue(MPI_IN_PLACE, d.p, 4, MPI_INT, MPI_SUM, sc.comm) == MPI_SUCCESS)
+      gct::report("MPICH's own allreduce took gcoll's stream communicator"), ok = false;
+  }
+  EXPECT_ALL_RANKS(ok);
+#endif
+}

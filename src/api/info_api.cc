@@ -134,7 +134,15 @@ GCOLL_EXPORT int gcoll_print_topology(FILE *out, int ranks_per_gpu) {
     o.ranks_per_gpu = ranks_per_gpu > 0 ? ranks_per_gpu : 1;
     std::string text = "node topology from " + topo::node_topology_source() + "\n\n" + topo::format_topology(t, o);
     text += "\n" + device_paths_text(t, o.ranks_per_gpu * static_cast<int>(t.gpus.size()));
-    return std::fputs(text.c_str(), out) < 0 ? -1 : 0;
+    if (std::fputs(text.c_str(), out) < 0) return -1;
+    // A topology file that could not be used: the detected topology was printed above, and
+    // the caller (gcoll_info --topology) fails, naming the file's line.
+    const std::string &file_error = topo::node_topology_file_error();
+    if (!file_error.empty()) {
+      std::fprintf(stderr, "gcoll: GCOLL_TOPO_FILE %s (the topology above was detected instead)\n", file_error.c_str());
+      return 1;
+    }
+    return 0;
   } catch (...) {
     gcoll::log_exception("gcoll_print_topology");
     return -1;

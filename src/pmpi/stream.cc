@@ -1,6 +1,7 @@
-// MPICH's stream API (include/gcoll/mpix_stream.h, issue 30), defined by gcoll where the
-// MPI it is built for lacks it: stream objects, stream communicators, and the enqueue form
-// of six collectives (base/coll_list.h: GCOLL_ENQUEUE_COLLS).
+// MPICH's stream API (include/gcoll/mpix_stream.h, issue 30): stream objects, stream
+// communicators, and the enqueue form of six collectives (base/coll_list.h:
+// GCOLL_ENQUEUE_COLLS), defined by gcoll where the MPI it is built for lacks it, and taken
+// over where the MPI has it (MPICH >= 4.1, below).
 //
 // A stream communicator is a duplicate of the application's communicator (what
 // MPIX_Stream_comm_create returns) and, beside it, a second duplicate nobody else uses
@@ -21,8 +22,23 @@
 // error handler on the proxy thread (fatal by default, as MPICH's assertion in its
 // callback); under MPI_ERRORS_RETURN the next enqueue call on the communicator returns it.
 //
-// Built against an MPI whose mpi.h declares the API (MPICH >= 4.1: MPIX_STREAM_NULL),
-// gcoll defines none of it (not yet taken over: the README says so).
+// Built against an MPI whose mpi.h declares the API (MPICH >= 4.1: MPIX_STREAM_NULL, an
+// int handle; GCOLL_STREAM_TAKEOVER), gcoll defines the same functions over MPICH's, so
+// that an application written for MPICH's API gets gcoll's path unchanged (MPICH's own
+// MPIX_Allreduce_enqueue stages through host memory in a host callback). What is a GPU
+// stream is gcoll's; everything else is MPICH's, reached by its profiling names (PMPIX_*):
+//   - MPIX_Stream_create of a cudaStream_t: MPICH's stream where MPICH has CUDA (its
+//     handle, so that MPICH's other stream calls take it), else a handle of gcoll's
+//     (kOwnHandleBase: never a valid MPICH handle, which MPICH's calls refuse); gcoll
+//     records the cudaStream_t under the handle either way. Any other info: MPICH's.
+//   - MPIX_Stream_comm_create of a stream gcoll recorded: gcoll's stream communicator, the
+//     application's handle made by MPICH (PMPIX_Stream_comm_create) where the stream is
+//     MPICH's; of any other stream: MPICH's alone.
+//   - MPIX_<Name>_enqueue on gcoll's stream communicators: gcoll's; on any other
+//     communicator: MPICH's own call where its library has one (PMPIX_<Name>_enqueue:
+//     Allreduce's in MPICH 5.0), else gcoll's MPI_ERR_COMM.
+//   - MPIX_Comm_get_stream, MPIX_Stream_free: gcoll's handles gcoll's, the others MPICH's.
+//     MPIX_Info_set_hex is MPICH's (not defined here).
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -34,7 +50,7 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "base/config.h"
@@ -52,12 +68,20 @@
 #include "pmpi/runtime.h"
 #include "pmpi/stream.h"
 
-#ifndef MPIX_STREAM_NULL
-#include "gcoll/mpix_stream.h"
+#include "gcoll/mpix_stream.h"  // (where mpi.h has the API: the enqueue forms MPICH lacks)
 
+#ifdef GCOLL_MPIX_STREAM
+#define GCOLL_STREAM_TAKEOVER 0  // the API is gcoll's: a handle is the stream's address
+#else
+#define GCOLL_STREAM_TAKEOVER 1  // the API is the MPI's (MPICH >= 4.1): a handle is an int
+#endif
+
+// A stream gcoll knows: every stream under gcoll's own API; under MPICH's, the GPU streams.
 struct gcoll_mpix_stream {
-  bool gpu = false;        // info "type" = "cudaStream_t"
-  void *cuda = nullptr;    // the cudaStream_t (nullptr: the legacy default stream)
+  MPIX_Stream handle = MPIX_STREAM_NULL;  // the application's
+  bool mpi_handle = false;  // `handle` is MPICH's own stream (GCOLL_STREAM_TAKEOVER): freed there
+  bool gpu = false;         // info "type" = "cudaStream_t"
+  void *cuda = nullptr;     // the cudaStream_t (nullptr: the legacy default stream)
   std::atomic<int> comms{0};  // stream communicators made with it and not freed
 };
 
@@ -75,17 +99,74 @@ namespace {
     return next ? reinterpret_cast<decltype(&name)>(next)(__VA_ARGS__) : MPI_ERR_OTHER; \
   }
 
+// An enqueue call: the foreign MPI's, as above; and under MPICH's API, on a communicator
+// that is not gcoll's stream communicator (one MPICH made: a stream that is not a GPU
+// stream, a duplicate of a stream communicator), MPICH's own call where its library has
+// one (looked up by its profiling name, which only the MPI defines: MPICH 5.0 has
+// Allreduce's only; a later MPICH's others are found the same way).
+#if GCOLL_STREAM_TAKEOVER
+#define GCOLL_ENQUEUE_FORWARD(name, comm, ...)                                          \
+  GCOLL_STREAM_FORWARD(name, __VA_ARGS__)                                               \
+  if (!gcoll::stream_comm_of(comm)) {                                                   \
+    static void *own = dlsym(RTLD_DEFAULT, "P" #name);                                  \
+    if (own) return reinterpret_cast<decltype(&name)>(own)(__VA_ARGS__);                \
+  }
+#else
+#define GCOLL_ENQUEUE_FORWARD(name, comm, ...) GCOLL_STREAM_FORWARD(name, __VA_ARGS__)
+#endif
+
 // ---- stream objects ------------------------------------------------------------------
 
-std::mutex g_mu;  // the live streams, the stream communicators, the keyval
-std::unordered_set<gcoll_mpix_stream *> &live_streams() {
-  static auto *s = new std::unordered_set<gcoll_mpix_stream *>;  // never destroyed
+// The streams gcoll knows, by the application's handle.
+std::mutex g_mu;  // the streams, the stream communicators, the keyval
+std::unordered_map<MPIX_Stream, gcoll_mpix_stream *> &streams() {
+  static auto *s = new std::unordered_map<MPIX_Stream, gcoll_mpix_stream *>;  // never destroyed
   return *s;
 }
 
-bool stream_live(gcoll_mpix_stream *s) {
+gcoll_mpix_stream *find_stream(MPIX_Stream h) {
+  if (h == MPIX_STREAM_NULL) return nullptr;
   std::lock_guard<std::mutex> g(g_mu);
-  return live_streams().count(s) != 0;
+  const auto it = streams().find(h);
+  return it == streams().end() ? nullptr : it->second;
+}
+
+#if GCOLL_STREAM_TAKEOVER
+// gcoll's own handles under MPICH's API (a GPU stream MPICH cannot take): MPICH's handle
+// layout is kind (2 bits: 0 invalid, 1 builtin, 2 direct, 3 indirect), object type (4
+// bits: 0xf a stream), index. gcoll's are kind 0 with the stream's type and a nonzero
+// index (MPIX_STREAM_NULL, 0x3c000000, is index 0): never a handle MPICH made, refused by
+// its calls as an invalid stream.
+constexpr unsigned kOwnHandleBase = 0x3c000000u, kOwnHandleIndex = 0x03ffffffu;
+
+// Where MPICH can take a GPU stream itself: built with CUDA, and on here (an MPICH without
+// CUDA support asserts in MPIX_Stream_create when given a cudaStream_t: MPICH 5.0.2).
+bool mpi_takes_cuda_streams() {
+  static const bool yes = [] {
+    int supported = 0;
+    return PMPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &supported) == MPI_SUCCESS && supported;
+  }();
+  return yes;
+}
+#endif
+
+// Records `s` under its handle: MPICH's (s->mpi_handle), else one of gcoll's own.
+void add_stream(gcoll_mpix_stream *s) {
+  std::lock_guard<std::mutex> g(g_mu);
+#if GCOLL_STREAM_TAKEOVER
+  static unsigned next = 0;  // (g_mu)
+  while (!s->mpi_handle) {
+    next = next % kOwnHandleIndex + 1;
+    const auto h = static_cast<MPIX_Stream>(kOwnHandleBase | next);
+    if (!streams().count(h)) {
+      s->handle = h;
+      break;
+    }
+  }
+#else
+  s->handle = s;
+#endif
+  streams()[s->handle] = s;
 }
 
 // MPICH's hex encoding (MPL_hex_encode): two hex digits per byte in memory order; MPICH
@@ -462,6 +543,7 @@ using gcoll::Status;
 
 extern "C" {
 
+#if !GCOLL_STREAM_TAKEOVER  // (MPICH's own otherwise)
 GCOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *value, int value_size) {
   GCOLL_STREAM_FORWARD(MPIX_Info_set_hex, info, key, value, value_size)
   if (!key || value_size < 0 || (value_size > 0 && !value))
@@ -476,15 +558,20 @@ GCOLL_EXPORT int MPIX_Info_set_hex(MPI_Info info, const char *key, const void *v
   }
   return PMPI_Info_set(info, key, hex.c_str());
 }
+#endif
 
 GCOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream) {
   GCOLL_STREAM_FORWARD(MPIX_Stream_create, info, stream)
   const char *func = "MPIX_Stream_create";
-  if (!stream) return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, "stream is a null pointer");
   std::string type, value;
+  const bool gpu = gcoll::info_value(info, "type", &type) && type == "cudaStream_t";
+#if GCOLL_STREAM_TAKEOVER
+  if (!gpu) return PMPIX_Stream_create(info, stream);
+#endif
+  if (!stream) return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, "stream is a null pointer");
   std::unique_ptr<gcoll_mpix_stream> s(new (std::nothrow) gcoll_mpix_stream);
   if (!s) return gcoll::raise_error(MPI_COMM_SELF, Status::ErrNoMem, func, "out of memory");
-  if (gcoll::info_value(info, "type", &type) && type == "cudaStream_t") {
+  if (gpu) {
     if (!gcoll::info_value(info, "value", &value))
       return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func,
                                 "info type is cudaStream_t but there is no value (MPIX_Info_set_hex(info, \"value\", "
@@ -496,29 +583,39 @@ GCOLL_EXPORT int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream) {
     s->gpu = true;
     std::memcpy(&s->cuda, bytes, sizeof bytes);
   }
-  {
-    std::lock_guard<std::mutex> g(gcoll::g_mu);
-    gcoll::live_streams().insert(s.get());
-  }
-  *stream = s.release();
+#if GCOLL_STREAM_TAKEOVER
+  // MPICH's stream where it takes one (an error it returns: gcoll's handle instead).
+  s->mpi_handle = gcoll::mpi_takes_cuda_streams() && PMPIX_Stream_create(info, &s->handle) == MPI_SUCCESS;
+#endif
+  gcoll::add_stream(s.get());
+  *stream = s.release()->handle;
   return MPI_SUCCESS;
 }
 
 GCOLL_EXPORT int MPIX_Stream_free(MPIX_Stream *stream) {
   GCOLL_STREAM_FORWARD(MPIX_Stream_free, stream)
   const char *func = "MPIX_Stream_free";
-  if (!stream || *stream == MPIX_STREAM_NULL || !gcoll::stream_live(*stream))
-    return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, "not a stream (null, or already freed)");
-  if (const int n = (*stream)->comms.load(std::memory_order_acquire)) {
+  gcoll_mpix_stream *s = stream ? gcoll::find_stream(*stream) : nullptr;
+#if GCOLL_STREAM_TAKEOVER
+  if (!s) return PMPIX_Stream_free(stream);
+#endif
+  if (!s) return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, "not a stream (null, or already freed)");
+  if (const int n = s->comms.load(std::memory_order_acquire)) {
     char why[128];
     std::snprintf(why, sizeof why, "the stream is still attached to %d communicator(s): free them first", n);
     return gcoll::raise_error(MPI_COMM_SELF, Status::ErrArg, func, why);
   }
+#if GCOLL_STREAM_TAKEOVER
+  if (s->mpi_handle) {
+    MPIX_Stream h = s->handle;
+    if (const int rc = PMPIX_Stream_free(&h)) return rc;
+  }
+#endif
   {
     std::lock_guard<std::mutex> g(gcoll::g_mu);
-    gcoll::live_streams().erase(*stream);
+    gcoll::streams().erase(s->handle);
   }
-  delete *stream;
+  delete s;
   *stream = MPIX_STREAM_NULL;
   return MPI_SUCCESS;
 }
@@ -528,9 +625,18 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
   const char *func = "MPIX_Stream_comm_create";
   if (!newcomm) return gcoll::raise_error(comm, Status::ErrArg, func, "newcomm is a null pointer");
   if (comm == MPI_COMM_NULL) return gcoll::raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
-  if (stream != MPIX_STREAM_NULL && !gcoll::stream_live(stream))
+  gcoll_mpix_stream *s = gcoll::find_stream(stream);
+#if GCOLL_STREAM_TAKEOVER
+  // A stream that is not a GPU stream: MPICH's. Of a GPU stream MPICH has, MPICH makes the
+  // application's handle (its stream features work on it); gcoll's stream communicator
+  // beside it as everywhere.
+  if (!s) return PMPIX_Stream_comm_create(comm, stream, newcomm);
+  int rc = s->mpi_handle ? PMPIX_Stream_comm_create(comm, stream, newcomm) : PMPI_Comm_dup(comm, newcomm);
+#else
+  if (stream != MPIX_STREAM_NULL && !s)
     return gcoll::raise_error(comm, Status::ErrArg, func, "not a stream (freed, or never made by MPIX_Stream_create)");
   int rc = PMPI_Comm_dup(comm, newcomm);
+#endif
   if (rc != MPI_SUCCESS) return rc;
   MPI_Comm inner = MPI_COMM_NULL;
   rc = PMPI_Comm_dup(comm, &inner);
@@ -549,8 +655,8 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
   }
   sc->app = *newcomm;
   sc->inner = inner;
-  sc->stream = stream;
-  if (stream) stream->comms.fetch_add(1, std::memory_order_acq_rel);
+  sc->stream = s;
+  if (s) s->comms.fetch_add(1, std::memory_order_acq_rel);
   // The device path set up on `inner` now, on the application's thread, with nothing
   // waiting for it (StreamQueue::device_word): where every rank has a CUDA stream and a
   // word of device memory (agreed: the set-up is a collective), one 4-byte device
@@ -559,9 +665,9 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
   // CUDA): refused on every rank, before anything is set up (agreed in the same exchange).
   char wrong[160] = "";
   int stream_dev = -1;
-  if (stream && stream->gpu && gcoll::cuda::usable()) {
+  if (s && s->gpu && gcoll::cuda::usable()) {
     const int current = gcoll::cuda::runtime().current_device();
-    const gcoll::Status q = gcoll::cuda::runtime().stream_device(stream->cuda, &stream_dev);
+    const gcoll::Status q = gcoll::cuda::runtime().stream_device(s->cuda, &stream_dev);
     if (q == gcoll::Status::ErrArg)
       std::snprintf(wrong, sizeof wrong, "the stream is not a CUDA stream of this process");
     else if (gcoll::ok(q) && stream_dev != current)
@@ -570,7 +676,7 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
                     "first)",
                     stream_dev, current);
   }
-  void *dev = stream && stream->gpu && !wrong[0] ? gcoll::StreamQueue::device_word() : nullptr;
+  void *dev = s && s->gpu && !wrong[0] ? gcoll::StreamQueue::device_word() : nullptr;
   int local = wrong[0] ? -1 : dev ? 1 : 0, all = 0;
   rc = PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm);
   if (rc == MPI_SUCCESS && all < 0) {
@@ -590,7 +696,7 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
     // The device path (stream_device.h): collective, where every rank has a CUDA stream.
     std::string why;
     gcoll::no_throw("setting up a stream communicator's device path",
-                    [&] { sc->dev = gcoll::StreamDevice::create(inner, stream->cuda, &why); });
+                    [&] { sc->dev = gcoll::StreamDevice::create(inner, s->cuda, &why); });
     int me = 0;
     PMPI_Comm_rank(comm, &me);
     if (sc->dev && me == 0)
@@ -599,13 +705,13 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
     else if (!sc->dev && me == 0 && gcoll::config().stream_device)
       GCOLL_INFO("%s: no device path (%s): every enqueued call goes to the proxy thread", func, why.c_str());
   }
-  if (stream && stream->gpu) {
+  if (s && s->gpu) {
     int level = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&level);
     std::string why;
     if (level == MPI_THREAD_MULTIPLE) {
       gcoll::no_throw("making a stream communicator's queue",
-                      [&] { sc->queue = gcoll::StreamQueue::create(stream->cuda, &why); });
+                      [&] { sc->queue = gcoll::StreamQueue::create(s->cuda, &why); });
       if (!sc->queue && why.empty()) why = "out of memory";
     } else {
       why = "the MPI did not grant MPI_THREAD_MULTIPLE (gcoll's proxy thread calls the MPI)";
@@ -633,7 +739,10 @@ GCOLL_EXPORT int MPIX_Comm_get_stream(MPI_Comm comm, int idx, MPIX_Stream *strea
   if (comm == MPI_COMM_NULL) return gcoll::raise_error(comm, Status::ErrComm, func, "the communicator is MPI_COMM_NULL");
   if (idx < 0) return gcoll::raise_error(comm, Status::ErrArg, func, "negative index");
   gcoll::StreamComm *sc = gcoll::stream_comm_of(comm);
-  *stream = sc && idx == 0 ? sc->stream : MPIX_STREAM_NULL;
+#if GCOLL_STREAM_TAKEOVER
+  if (!sc) return PMPIX_Comm_get_stream(comm, idx, stream);
+#endif
+  *stream = sc && sc->stream && idx == 0 ? sc->stream->handle : MPIX_STREAM_NULL;
   return MPI_SUCCESS;
 }
 
@@ -641,7 +750,7 @@ GCOLL_EXPORT int MPIX_Comm_get_stream(MPI_Comm comm, int idx, MPIX_Stream *strea
 
 GCOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                                         MPI_Op op, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Allreduce_enqueue, sendbuf, recvbuf, count, datatype, op, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Allreduce_enqueue, comm, sendbuf, recvbuf, count, datatype, op, comm)
   using gcoll::HeldType;
   return gcoll::enqueue(
       gcoll::Coll::Allreduce, "MPIX_Allreduce_enqueue", comm, {datatype},
@@ -664,7 +773,7 @@ GCOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int 
 }
 
 GCOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Bcast_enqueue, buffer, count, datatype, root, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Bcast_enqueue, comm, buffer, count, datatype, root, comm)
   using gcoll::HeldType;
   return gcoll::enqueue(
       gcoll::Coll::Bcast, "MPIX_Bcast_enqueue", comm, {datatype},
@@ -692,7 +801,7 @@ GCOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype dataty
 
 GCOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Allgather_enqueue, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Allgather_enqueue, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
   return gcoll::enqueue_blocks(
       gcoll::Coll::Allgather, "MPIX_Allgather_enqueue", sendbuf, sendcount, sendtype, recvcount, recvtype, comm,
       [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
@@ -722,7 +831,7 @@ GCOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_
 
 GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *recvbuf, int recvcount,
                                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Reduce_scatter_block_enqueue, sendbuf, recvbuf, recvcount, datatype, op, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Reduce_scatter_block_enqueue, comm, sendbuf, recvbuf, recvcount, datatype, op, comm)
   using gcoll::HeldType;
   return gcoll::enqueue(
       gcoll::Coll::Reduce_scatter_block, "MPIX_Reduce_scatter_block_enqueue", comm, {datatype},
@@ -735,7 +844,7 @@ GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *re
 
 GCOLL_EXPORT int MPIX_Reduce_enqueue(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                                      int root, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Reduce_enqueue, sendbuf, recvbuf, count, datatype, op, root, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Reduce_enqueue, comm, sendbuf, recvbuf, count, datatype, op, root, comm)
   using gcoll::HeldType;
   return gcoll::enqueue(
       gcoll::Coll::Reduce, "MPIX_Reduce_enqueue", comm, {datatype},
@@ -751,7 +860,7 @@ GCOLL_EXPORT int MPIX_Reduce_enqueue(const void *sendbuf, void *recvbuf, int cou
 
 GCOLL_EXPORT int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Alltoall_enqueue, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Alltoall_enqueue, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
   return gcoll::enqueue_blocks(gcoll::Coll::Alltoall, "MPIX_Alltoall_enqueue", sendbuf, sendcount, sendtype,
                                recvcount, recvtype, comm, [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
                                  return gcoll::alltoall(gcoll::CallForm{}, sendbuf, sendcount, st, recvbuf,
@@ -761,18 +870,19 @@ GCOLL_EXPORT int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_D
 
 GCOLL_EXPORT int MPIX_Allreduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                                           MPI_Op op, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Allreduce_enqueue_c, sendbuf, recvbuf, count, datatype, op, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Allreduce_enqueue_c, comm, sendbuf, recvbuf, count, datatype, op, comm)
   if (count >= 0 && !gcoll::fits(count)) return gcoll::too_large(gcoll::Coll::Allreduce, comm, "MPIX_Allreduce_enqueue_c");
   return MPIX_Allreduce_enqueue(sendbuf, recvbuf, static_cast<int>(count < 0 ? -1 : count), datatype, op, comm);
 }
 GCOLL_EXPORT int MPIX_Bcast_enqueue_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Bcast_enqueue_c, buffer, count, datatype, root, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Bcast_enqueue_c, comm, buffer, count, datatype, root, comm)
   if (count >= 0 && !gcoll::fits(count)) return gcoll::too_large(gcoll::Coll::Bcast, comm, "MPIX_Bcast_enqueue_c");
   return MPIX_Bcast_enqueue(buffer, static_cast<int>(count < 0 ? -1 : count), datatype, root, comm);
 }
 GCOLL_EXPORT int MPIX_Allgather_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Allgather_enqueue_c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Allgather_enqueue_c, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                        comm)
   if ((sendcount >= 0 && !gcoll::fits(sendcount)) || (recvcount >= 0 && !gcoll::fits(recvcount)))
     return gcoll::too_large(gcoll::Coll::Allgather, comm, "MPIX_Allgather_enqueue_c");
   return MPIX_Allgather_enqueue(sendbuf, static_cast<int>(sendcount < 0 ? -1 : sendcount), sendtype, recvbuf,
@@ -780,7 +890,7 @@ GCOLL_EXPORT int MPIX_Allgather_enqueue_c(const void *sendbuf, MPI_Count sendcou
 }
 GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Reduce_scatter_block_enqueue_c, sendbuf, recvbuf, recvcount, datatype, op, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Reduce_scatter_block_enqueue_c, comm, sendbuf, recvbuf, recvcount, datatype, op, comm)
   if (recvcount >= 0 && !gcoll::fits(recvcount))
     return gcoll::too_large(gcoll::Coll::Reduce_scatter_block, comm, "MPIX_Reduce_scatter_block_enqueue_c");
   return MPIX_Reduce_scatter_block_enqueue(sendbuf, recvbuf, static_cast<int>(recvcount < 0 ? -1 : recvcount),
@@ -788,13 +898,13 @@ GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue_c(const void *sendbuf, void *
 }
 GCOLL_EXPORT int MPIX_Reduce_enqueue_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                                        MPI_Op op, int root, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Reduce_enqueue_c, sendbuf, recvbuf, count, datatype, op, root, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Reduce_enqueue_c, comm, sendbuf, recvbuf, count, datatype, op, root, comm)
   if (count >= 0 && !gcoll::fits(count)) return gcoll::too_large(gcoll::Coll::Reduce, comm, "MPIX_Reduce_enqueue_c");
   return MPIX_Reduce_enqueue(sendbuf, recvbuf, static_cast<int>(count < 0 ? -1 : count), datatype, op, root, comm);
 }
 GCOLL_EXPORT int MPIX_Alltoall_enqueue_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  GCOLL_STREAM_FORWARD(MPIX_Alltoall_enqueue_c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+  GCOLL_ENQUEUE_FORWARD(MPIX_Alltoall_enqueue_c, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
   if ((sendcount >= 0 && !gcoll::fits(sendcount)) || (recvcount >= 0 && !gcoll::fits(recvcount)))
     return gcoll::too_large(gcoll::Coll::Alltoall, comm, "MPIX_Alltoall_enqueue_c");
   return MPIX_Alltoall_enqueue(sendbuf, static_cast<int>(sendcount < 0 ? -1 : sendcount), sendtype, recvbuf,
@@ -803,10 +913,3 @@ GCOLL_EXPORT int MPIX_Alltoall_enqueue_c(const void *sendbuf, MPI_Count sendcoun
 
 }  // extern "C"
 
-#else  // the MPI has the stream API
-
-namespace gcoll {
-void release_stream_comms() {}
-}  // namespace gcoll
-
-#endif

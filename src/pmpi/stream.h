@@ -1,4 +1,4 @@
-// MPICH's stream API as gcoll defines it (pmpi/stream.cc, include/gcoll/mpix_stream.h).
+// MPICH's stream API as gcoll defines it, or takes it over (pmpi/stream.cc, include/gcoll/mpix_stream.h).
 #pragma once
 
 namespace gcoll {

@@ -16,7 +16,8 @@
 // the C calls then reject it as freed, as they do a stale C handle.
 //
 // Built against an MPI that has the stream API (MPICH >= 4.1: MPIX_STREAM_NULL), gcoll
-// defines none of it and the MPI's own mpi_f08 module has the Fortran side; against the
+// takes over its C side only (pmpi/stream.cc) and the MPI's own mpi_f08 module has the
+// Fortran side (MPICH's handles are integers there already); against the
 // standard ABI, nothing either (it has no Fortran part, not even MPI_Fint).
 #include <mpi.h>
 

@@ -309,13 +309,14 @@ std::string join(const std::vector<std::string> &have, const std::vector<std::st
 struct Detected {
   NodeTopo topo;
   std::string source;
+  std::string file_error;
 };
 
 const Detected &detected() {
   static const Detected d = [] {
     Detected r;
     const Config &c = config();
-    r.topo = build_node_topology(c, &r.source);
+    r.topo = build_node_topology(c, &r.source, &r.file_error);
     GCOLL_INFO("node topology from %s: %zu GPUs, %zu NICs, %zu NUMA nodes", r.source.c_str(), r.topo.gpus.size(),
                r.topo.nics.size(), r.topo.numa.size());
     if (!c.topo_dump_file.empty()) {
@@ -334,6 +335,7 @@ const Detected &detected() {
 
 const NodeTopo &node_topology() { return detected().topo; }
 const std::string &node_topology_source() { return detected().source; }
+const std::string &node_topology_file_error() { return detected().file_error; }
 
 bool hwloc_supported() {
 #if GCOLL_HAVE_HWLOC
@@ -440,7 +442,8 @@ std::string expand_dump_path(const std::string &pattern) {
   return out;
 }
 
-NodeTopo build_node_topology(const Config &c, std::string *source) {
+NodeTopo build_node_topology(const Config &c, std::string *source, std::string *file_error) {
+  if (file_error) file_error->clear();
   NodeTopo file;
   bool from_file = false;
   if (!c.topo_file.empty()) {
@@ -451,6 +454,7 @@ NodeTopo build_node_topology(const Config &c, std::string *source) {
     } else {
       warn_shared(SharedWarning::TopoFile, "GCOLL_TOPO_FILE %s: %s; detecting the topology instead",
                   c.topo_file.c_str(), error.c_str());
+      if (file_error) *file_error = error;
       file = NodeTopo();
     }
   }
@@ -490,6 +494,9 @@ NodeTopo build_node_topology(const Config &c, std::string *source) {
     hw.resize_pairs();
     det = std::move(hw);
   }
+  // CUDA's order (fastest first unless CUDA_DEVICE_ORDER says otherwise) and hwloc's tree
+  // order both give way to the bus id order that nvidia-smi and topology files use.
+  sort_gpus_by_bus_id(&det);
   bool nvml_ok = false;
   if (!det.gpus.empty() && !c.cuda_emulate && cuda_active) {
     if (const NvmlApi *api = real_nvml()) nvml_ok = fill_from_nvml(*api, &det);

@@ -24,12 +24,16 @@ const NodeTopo &node_topology();
 // Where node_topology() got its facts, for gcoll_info and logs ("file /x.xml", "CUDA, hwloc,
 // NVML", "CUDA, hwloc (no NVML)", ...).
 const std::string &node_topology_source();
+// Why GCOLL_TOPO_FILE could not be used ("/x.xml: line 12: ..."), empty where it was (or is
+// unset): node_topology() then holds what detection found, and the library has warned once;
+// gcoll_info --topology exits non-zero on it.
+const std::string &node_topology_file_error();
 
 // ---- the steps of node_topology(), for tests and tools ------------------------------
 
 // What node_topology() computes under settings `c` (c.topo_file, c.cuda, c.cuda_emulate),
 // without caching and without the dump; *source as node_topology_source().
-NodeTopo build_node_topology(const Config &c, std::string *source);
+NodeTopo build_node_topology(const Config &c, std::string *source, std::string *file_error = nullptr);
 
 // Whether gcoll was built with hwloc (else the two below answer false).
 bool hwloc_supported();

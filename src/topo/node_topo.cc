@@ -85,6 +85,36 @@ int NodeTopo::gpu_index(const std::string &bus_id) const {
   return -1;
 }
 
+void sort_gpus_by_bus_id(NodeTopo *t) {
+  const size_t n = t->gpus.size();
+  t->resize_pairs();
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  // Normalised ids ("0000:07:00.0": fixed-width lower-case hex) sort as text.
+  auto key = [&](size_t i) { return pci_bus_id_normalise(t->gpus[i].bus_id); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const std::string ka = key(a), kb = key(b);
+    if (ka.empty() || kb.empty()) return !ka.empty() && kb.empty();
+    return ka < kb;
+  });
+  bool same = true;
+  for (size_t i = 0; i < n; ++i) same = same && order[i] == i;
+  if (same) return;
+  std::vector<Gpu> gpus;
+  std::vector<std::vector<int>> nv(n, std::vector<int>(n, 0));
+  std::vector<std::vector<PairState>> pair(n, std::vector<PairState>(n, PairState::Default));
+  for (size_t i = 0; i < n; ++i) {
+    gpus.push_back(std::move(t->gpus[order[i]]));
+    for (size_t j = 0; j < n; ++j) {
+      nv[i][j] = t->nvlinks[order[i]][order[j]];
+      pair[i][j] = t->pair[order[i]][order[j]];
+    }
+  }
+  t->gpus = std::move(gpus);
+  t->nvlinks = std::move(nv);
+  t->pair = std::move(pair);
+}
+
 int NodeTopo::nic_index(const std::string &name) const {
   for (size_t i = 0; i < nics.size(); ++i) {
     if (nics[i].name == name) return static_cast<int>(i);
@@ -310,6 +340,7 @@ const char *topo_class_name(TopoClass c) {
     case TopoClass::PcieAll: return "pcie";
     case TopoClass::Islands: return "islands";
     case TopoClass::NoP2p: return "no-p2p";
+    case TopoClass::NoGpu: return "no-gpu";
   }
   return "?";
 }
@@ -319,7 +350,8 @@ TopoClass classify(const NodeTopo &t, const std::vector<int> &gpus, const std::v
   for (int g : gpus) {
     if (std::find(distinct.begin(), distinct.end(), g) == distinct.end()) distinct.push_back(g);
   }
-  if (distinct.size() <= 1) return TopoClass::OneGpu;
+  if (distinct.empty()) return TopoClass::NoGpu;
+  if (distinct.size() == 1) return TopoClass::OneGpu;
   size_t pairs = 0, p2p_pairs = 0, nv_pairs = 0;
   for (size_t i = 0; i < distinct.size(); ++i) {
     for (size_t j = i + 1; j < distinct.size(); ++j) {

@@ -88,6 +88,12 @@ struct NodeTopo {
   void resize_pairs();
 };
 
+// Puts the GPUs in PCI bus id order (domain, bus, device, function: nvidia-smi's, NVML's and
+// CUDA_DEVICE_ORDER=PCI_BUS_ID's order), permuting nvlinks and pair along; GPUs whose bus id
+// is no bus id come last, in the order they had. What a topology file or detection gives
+// goes through it, so that GPU i means the same GPU everywhere gcoll prints or selects one.
+void sort_gpus_by_bus_id(NodeTopo *t);
+
 // "0000:07:00.0" from "7:0.0", "00000000:07:00.0" (NVML's 8-digit domain), "0000:07:00" (no
 // function: .0), upper case; empty for text that is not a bus id.
 std::string pci_bus_id_normalise(const std::string &s);
@@ -137,8 +143,11 @@ enum class TopoClass : int {
   PcieAll = 2,     // every pair P2P, some only over PCIe
   Islands = 3,     // several P2P cliques (including NVLink that is not all-to-all)
   NoP2p = 4,       // no pair of distinct GPUs P2P
+  NoGpu = 5,       // no GPU at all (a topology without one; classify() of no GPU). Only
+                   // the printer meets it: the device topology (coll/device_topo) always
+                   // has the rank's own GPU.
 };
-const char *topo_class_name(TopoClass c);  // "one-gpu", "nvlink", "pcie", "islands", "no-p2p"
+const char *topo_class_name(TopoClass c);  // "one-gpu", "nvlink", "pcie", "islands", "no-p2p", "no-gpu"
 TopoClass classify(const NodeTopo &t, const std::vector<int> &gpus, const std::vector<std::vector<bool>> &p2p);
 
 }  // namespace topo

@@ -187,7 +187,7 @@ std::string format_topology(const NodeTopo &t, const PrintOptions &o) {
   }
   out << "  P2P between GPUs not on NVLink (or not usable):";
   if (pair_rows.empty()) {
-    out << (n > 1 ? " none" : " none (one GPU)") << "\n";
+    out << (n > 1 ? " none" : n == 1 ? " none (one GPU)" : " none (no GPU)") << "\n";
   } else {
     out << "\n" << table(pair_rows, 0);
   }
@@ -230,6 +230,8 @@ std::string format_topology(const NodeTopo &t, const PrintOptions &o) {
   out << "  rail NIC per rank:";
   if (m == 0) {
     out << " none (no NIC)\n";
+  } else if (rank_gpu.empty()) {
+    out << " none (no GPU)\n";
   } else {
     out << "\n";
     const std::vector<int> nic = choose_nics(t, rank_gpu);

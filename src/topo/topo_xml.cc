@@ -19,6 +19,9 @@ using Attrs = std::vector<std::pair<std::string, std::string>>;
 // ---------------------------------------------------------------------------------------
 // A small XML reader: elements, attributes, comments, the prolog; text is skipped. Enough
 // for NCCL's files (which its own reader, simpler still, also reads) and hand-written ones.
+// It accepts what NCCL's parser accepts (src/graph/xml.cc: xmlGetNode, xmlGetValue): a
+// repeated attribute (xmlGetAttr returns the first one: so does Element::attr), '<' or a
+// bare '&' inside a quoted value (NCCL reads up to the closing quote and decodes nothing).
 
 struct Element {
   std::string name;
@@ -148,15 +151,15 @@ class Parser {
       advance();
       std::string raw;
       while (!eof() && peek() != quote) {
-        if (peek() == '<') return fail(line_, "'<' in the value of attribute " + key);
         raw += peek();
         advance();
       }
       if (eof()) return fail(line, "attribute " + key + ": unterminated value");
       advance();
-      if (e->attr(key.c_str()) != nullptr) return fail(line, "attribute " + key + " twice in <" + e->name + ">");
+      // NCCL keeps both and reads the first: so does attr(); the second is dropped here.
+      if (e->attr(key.c_str()) != nullptr) continue;
       std::string value;
-      if (!decode(raw, &value)) return fail(line, "attribute " + key + ": unknown entity in '" + raw + "'");
+      if (!decode(raw, &value)) value = raw;  // an '&' that starts no entity: as written, like NCCL
       e->attrs.emplace_back(key, value);
     }
     if (depth + 1 > kMaxDepth) return fail(e->line, "elements nested too deeply");
@@ -273,6 +276,7 @@ struct PendingLink {
   std::string target;
   int count;
   int line;
+  bool classless;  // no tclass in the file
 };
 struct PendingPair {
   int gpu;
@@ -288,7 +292,11 @@ class Builder {
     for (const Element &c : sys.children) {
       if (c.name == "cpu" && !cpu(c)) return false;
     }
-    return resolve();
+    if (!resolve()) return false;
+    // GPU i is the i-th by PCI bus id, as nvidia-smi, NVML and CUDA_DEVICE_ORDER=PCI_BUS_ID
+    // number them (and as NCCL's dumps' dev attributes do), whatever order the file has.
+    sort_gpus_by_bus_id(t_);
+    return true;
   }
   const std::string &error() const { return error_; }
 
@@ -297,10 +305,12 @@ class Builder {
     error_ = "line " + std::to_string(e.line) + ": <" + e.name + "> " + what;
     return false;
   }
+  // NCCL reads numbers with strtol(value, NULL, 0) and checks nothing (xml.h: xmlGetAttrInt):
+  // "16 " is 16, "x" is 0. The same here; absent or empty: the caller's default.
   bool int_attr(const Element &e, const char *key, long *out) {
     const std::string *v = e.attr(key);
-    if (v == nullptr || v->empty()) return true;  // absent: the caller's default
-    if (!parse_int(*v, out)) return fail(e, std::string(key) + "=\"" + *v + "\" is not a number");
+    if (v == nullptr || v->empty()) return true;
+    if (!parse_int(*v, out)) *out = std::strtol(v->c_str(), nullptr, 0);
     return true;
   }
 
@@ -324,26 +334,39 @@ class Builder {
   bool pci(const Element &e, int parent, int numa) {
     PciNode p;
     const std::string *busid = e.attr("busid");
-    if (busid == nullptr) return fail(e, "has no busid");
+    if (busid == nullptr) return fail(e, "has no busid");  // NCCL too: xmlGetAttrStr fails
     p.bus_id = pci_bus_id_normalise(*busid);
+    const bool has_gpu_child = std::any_of(e.children.begin(), e.children.end(),
+                                           [](const Element &c) { return c.name == "gpu"; });
+    // NCCL takes any text (busIdToInt64 keeps the hex digits); a bridge or NIC keeps it as
+    // written, a GPU (keyed by its bus id, numbered in bus order) needs a real one.
+    if (p.bus_id.empty() && !has_gpu_child) p.bus_id = *busid;
     if (p.bus_id.empty()) return fail(e, "busid=\"" + *busid + "\" is not a PCI bus id");
+    // NCCL maps a class it does not know to a plain PCI node (topo.cc: kvDictPciClass's
+    // fallback): here the class stays unknown (0).
     if (const std::string *c = e.attr("class")) {
-      if (!c->empty() && !parse_class(*c, &p.class_code)) return fail(e, "class=\"" + *c + "\" is not a PCI class");
+      if (!c->empty() && !parse_class(*c, &p.class_code)) p.class_code = 0;
     }
     p.parent = parent;
     p.numa = numa;
     p.attrs = kept(e, {"busid", "class"}, kPciOrder);
     const int index = static_cast<int>(t_->pci.size());
     t_->pci.push_back(std::move(p));
-    bool has_gpu = false;
+    bool has_gpu = false, has_nic = false;
     for (const Element &c : e.children) {
       if (c.name == "pci") {
         if (!pci(c, index, numa)) return false;
       } else if (c.name == "gpu") {
-        if (has_gpu) return fail(c, "a second GPU in one PCI function");
+        // Several <gpu> in one function are NCCL's MLOPart partitions of one device
+        // (topo.cc: ncclTopoAddPci, ncclTopoAddGpuSub): one GPU here, as nvidia-smi shows
+        // it; the first element describes it.
+        if (has_gpu) continue;
         has_gpu = true;
         if (!gpu(c, index, numa)) return false;
       } else if (c.name == "nic") {
+        // NCCL reads the first <nic> of a function only (ncclTopoAddPci: xmlGetSub).
+        if (has_nic) continue;
+        has_nic = true;
         if (!nic(c, index, numa)) return false;
       }
       // pcilink (Broadcom switch links), anything else: ignored.
@@ -372,16 +395,16 @@ class Builder {
         const std::string *target = c.attr("target");
         const std::string *tclass = c.attr("tclass");
         std::uint32_t cls = 0;
-        if (tclass != nullptr && !tclass->empty() && !parse_class(*tclass, &cls)) {
-          return fail(c, "tclass=\"" + *tclass + "\" is not a PCI class");
-        }
+        // A tclass NCCL does not know maps to a PCI node, and an NVLink to anything but a
+        // GPU or a CPU goes to its NVSwitch (topo.cc: ncclTopoAddNvLinks): the same here.
+        if (tclass != nullptr && !tclass->empty() && !parse_class(*tclass, &cls)) cls = 0x068000;
         // NCCL's classes: 0x068000 an NVSwitch, 0x068001 a CPU (POWER9's NVLink to the
         // host, no path to another GPU), 0x03.... a GPU. Without a class, the target
         // is a GPU if the file has one at that bus id (resolved below).
-        if (cls == 0x068000) {
+        if (cls == 0 || (cls >> 16) == 0x03) {
+          if (target != nullptr) links_.push_back({index, *target, static_cast<int>(count), c.line, cls == 0});
+        } else if (cls != 0x068001) {
           g.nvswitch_links += static_cast<int>(count);
-        } else if (cls == 0 || (cls >> 16) == 0x03) {
-          if (target != nullptr) links_.push_back({index, *target, static_cast<int>(count), c.line});
         }
       } else if (c.name == "gcoll_p2p") {
         const std::string *target = c.attr("target");
@@ -403,22 +426,55 @@ class Builder {
     return true;
   }
 
+  // The <net> elements of one <nic>, as NCCL reads them (topo.cc: ncclTopoAddNic,
+  // ncclTopoAddNet): a <net> without dev is ignored, so is one marked net="0" (a physical
+  // port fused into a virtual NIC); name, speed, gdr and the rest are optional. A NIC with
+  // no PCI function of its own (Slingshot, a cloud VM's virtual NIC, one only a net plugin
+  // knows) has its <nic> straight under <cpu>, and NCCL's dumps may list it under every
+  // CPU: NCCL's reader makes one NIC node per <cpu> (ncclTopoAddCpu) and never rejects the
+  // repeat. It is one NIC: the first listing is the one kept (NCCL's own lookup by name,
+  // xml.cc: ncclTopoFillNet's xmlFindTagKv, finds the first), later ones only fill in what
+  // the first lacks.
   bool nic(const Element &e, int pci_index, int numa) {
     for (const Element &c : e.children) {
       if (c.name != "net") continue;
+      const std::string *dev_attr = c.attr("dev");
+      if (dev_attr == nullptr) continue;
+      long enabled = 1;
+      if (!int_attr(c, "net", &enabled)) return false;
+      if (enabled == 0) continue;
+      long dev = 0;
+      if (!int_attr(c, "dev", &dev)) return false;
       Nic n;
       const std::string *name = c.attr("name");
-      if (name == nullptr || name->empty()) return fail(c, "has no name");
-      n.name = *name;
-      if (t_->nic_index(n.name) >= 0) return fail(c, "NIC " + n.name + " appears twice");
+      // NCCL keys a net by dev and never reads its name; gcoll names NICs (UCX wants one).
+      n.name = name != nullptr && !name->empty() ? *name : "net" + std::to_string(dev);
+      long speed = 0, gdr = 0;
+      if (!int_attr(c, "speed", &speed) || !int_attr(c, "gdr", &gdr)) return false;
+      const int known = t_->nic_index(n.name);
+      if (known >= 0) {
+        Nic &k = t_->nics[known];
+        if (k.pci < 0 && pci_index >= 0) {  // a PCI home beats none
+          k.pci = pci_index;
+          k.bus_id = t_->pci[pci_index].bus_id;
+          k.numa = numa;
+        }
+        if (k.speed_mbps == 0) k.speed_mbps = static_cast<int>(speed);
+        if (!k.gdr) k.gdr = gdr != 0;
+        for (const auto &a : kept(c, {"name", "speed", "gdr", "net"}, kNetOrder)) {
+          bool have = false;
+          for (const auto &b : k.attrs) have = have || b.first == a.first;
+          if (!have) k.attrs.push_back(a);
+        }
+        k.attrs = ordered(k.attrs, kNetOrder);
+        continue;
+      }
       if (pci_index >= 0) n.bus_id = t_->pci[pci_index].bus_id;
       n.pci = pci_index;
       n.numa = numa;
-      long speed = 0, gdr = 0;
-      if (!int_attr(c, "speed", &speed) || !int_attr(c, "gdr", &gdr)) return false;
       n.speed_mbps = static_cast<int>(speed);
       n.gdr = gdr != 0;
-      n.attrs = kept(c, {"name", "speed", "gdr"}, kNetOrder);
+      n.attrs = kept(c, {"name", "speed", "gdr", "net"}, kNetOrder);
       t_->nics.push_back(std::move(n));
     }
     return true;
@@ -432,6 +488,21 @@ class Builder {
     for (const PendingLink &l : links_) {
       const int b = t_->gpu_index(l.target);
       if (b >= 0 && b != l.gpu) t_->nvlinks[l.gpu][b] += l.count;
+      // Without tclass NCCL takes the class of the target's PCI device, and where that
+      // device is not to be seen, an NVSwitch (xml.cc: ncclTopoGetXmlFromGpu, "Remote
+      // NVLink device is not visible inside this VM. Assume NVSwitch").
+      if (b < 0 && l.classless) {
+        const std::string key = pci_bus_id_normalise(l.target);
+        std::uint32_t cls = 0x068000;
+        bool seen = false;
+        for (const PciNode &p : t_->pci) {
+          if (!seen && !key.empty() && p.bus_id == key) {
+            seen = true;
+            cls = p.class_code;
+          }
+        }
+        if (!seen || cls == 0x068000) t_->gpus[l.gpu].nvswitch_links += l.count;
+      }
     }
     for (const PendingPair &p : pairs_) {
       const int b = t_->gpu_index(p.target);
@@ -594,6 +665,11 @@ class Writer {
       const Nic &n = t_.nics[i];
       Attrs a = n.attrs;
       a.emplace_back("name", n.name);
+      // NCCL ignores a <net> without dev (topo.cc: ncclTopoAddNic), and so does the reader:
+      // a detected NIC (hwloc gives none) gets its index.
+      bool has_dev = false;
+      for (const auto &x : n.attrs) has_dev = has_dev || x.first == "dev";
+      if (!has_dev) a.emplace_back("dev", std::to_string(i));
       if (n.speed_mbps != 0) a.emplace_back("speed", std::to_string(n.speed_mbps));
       a.emplace_back("gdr", n.gdr ? "1" : "0");
       line(indent + 2, "<net" + attrs_text(ordered(a, kNetOrder)) + "/>");
@@ -659,21 +735,23 @@ bool read_topo_xml(const std::string &text, NodeTopo *out, std::string *error) {
     if (error) *error = err;
     return false;
   }
-  if (top.empty()) {
-    if (error) *error = "line 1: no <system> element";
-    return false;
+  // NCCL skips top-level elements other than <system> (xml.cc: xmlLoadSub, "Ignoring
+  // element") and uses the first <system> (topo.cc: xmlFindTag). Its version attribute is
+  // not checked here: NCCL refuses all but its own (1), gcoll reads what it knows of any.
+  const Element *sys = nullptr;
+  for (const Element &e : top) {
+    if (e.name == "system" && sys == nullptr) sys = &e;
   }
-  if (top.size() > 1) {
-    if (error) *error = "line " + std::to_string(top[1].line) + ": <" + top[1].name + "> after the root element";
-    return false;
-  }
-  if (top[0].name != "system") {
-    if (error) *error = "line " + std::to_string(top[0].line) + ": <" + top[0].name + ">, expected <system>";
+  if (sys == nullptr) {
+    if (error) {
+      *error = top.empty() ? "line 1: no <system> element"
+                           : "line " + std::to_string(top[0].line) + ": <" + top[0].name + ">, expected <system>";
+    }
     return false;
   }
   NodeTopo t;
   Builder b(&t);
-  if (!b.system(top[0])) {
+  if (!b.system(*sys)) {
     if (error) *error = b.error();
     return false;
   }

@@ -32,7 +32,8 @@ const Golden kGolden[] = {
     {"one_gpu.xml", "", 1, 0},         {"one_gpu.xml", ".ranks4", 1, 4},     {"hgx_h100.xml", "", 1, 0},
     {"hgx_h100.xml", ".rpg2", 2, 0},   {"dgx1_v100.xml", "", 1, 0},          {"dgx1_ring4.xml", "", 1, 0},
     {"dgx1_noring4.xml", "", 1, 0},    {"pcie_2socket.xml", "", 1, 0},       {"cloud_vm_nop2p.xml", "", 1, 0},
-    {"broken4.xml", "", 1, 0},
+    {"broken4.xml", "", 1, 0},         {"nic_every_cpu.xml", "", 1, 0},      {"pcie16_unordered.xml", "", 1, 0},
+    {"dgx_a100_nvswitch.xml", "", 1, 0}, {"vm_host_bridges.xml", "", 1, 0}, {"no_gpu.xml", "", 1, 0},
 };
 
 std::string golden_path(const Golden &g) {
@@ -145,6 +146,95 @@ TEST(TopoPrint, Content) {
   EXPECT_TRUE(has(format_topology(bare, PrintOptions{}), "rail NIC per rank: none (no NIC)\n"));
   const std::string empty = format_topology(NodeTopo{}, PrintOptions{});
   EXPECT_TRUE(has(empty, "0 ranks on 0 of 0 GPUs")) << empty;
+}
+
+// Issue 31: each NCCL dump against the matrix nvidia-smi topo -m prints on that machine:
+// GPUs numbered by bus id, the GPU x GPU block, and the column of each PCI NIC (named:
+// nvidia-smi numbers NICs its own way). NICs without a PCI device nvidia-smi does not show;
+// gcoll prints them SYS from every GPU (checked here too).
+struct Matrix {
+  const char *file;
+  std::vector<std::string> gpu_rows;  // "X PIX SYS ..." per GPU, by bus id
+  std::vector<std::pair<std::string, std::string>> nic_columns;  // NIC name, its cell per GPU
+};
+
+std::vector<std::string> words(const std::string &line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  return w;
+}
+
+std::string pcie16_row(int i) {
+  std::string r;
+  for (int j = 0; j < 16; ++j) {
+    r += j ? " " : "";
+    r += i == j ? "X" : i / 4 == j / 4 ? "PIX" : i / 8 == j / 8 ? "NODE" : "SYS";
+  }
+  return r;
+}
+
+TEST(TopoPrint, NvidiaSmiMatrix) {
+  std::vector<std::string> nv12;
+  for (int i = 0; i < 8; ++i) {
+    std::string r;
+    for (int j = 0; j < 8; ++j) r += std::string(j ? " " : "") + (i == j ? "X" : "NV12");
+    nv12.push_back(r);
+  }
+  std::vector<std::string> pcie16;
+  for (int i = 0; i < 16; ++i) pcie16.push_back(pcie16_row(i));
+  const Matrix kMatrices[] = {
+      {"nic_every_cpu.xml",
+       {"X PIX SYS SYS", "PIX X SYS SYS", "SYS SYS X PIX", "SYS SYS PIX X"},
+       {{"mlx5_0", "PIX PIX SYS SYS"}, {"mlx5_1", "SYS SYS PIX PIX"}, {"hsn0", "SYS SYS SYS SYS"},
+        {"hsn1", "SYS SYS SYS SYS"}}},
+      {"pcie16_unordered.xml",
+       pcie16,
+       {{"mlx5_0", "PIX PIX PIX PIX NODE NODE NODE NODE SYS SYS SYS SYS SYS SYS SYS SYS"},
+        {"mlx5_1", "SYS SYS SYS SYS SYS SYS SYS SYS PIX PIX PIX PIX NODE NODE NODE NODE"}}},
+      {"dgx_a100_nvswitch.xml",
+       nv12,
+       {{"mlx5_0", "PXB PXB SYS SYS SYS SYS SYS SYS"},
+        {"mlx5_1", "SYS SYS PXB PXB SYS SYS SYS SYS"},
+        {"mlx5_2", "SYS SYS SYS SYS PXB PXB SYS SYS"},
+        {"mlx5_3", "SYS SYS SYS SYS SYS SYS PXB PXB"}}},
+      {"vm_host_bridges.xml",
+       {"X NODE SYS SYS", "NODE X SYS SYS", "SYS SYS X NODE", "SYS SYS NODE X"},
+       {{"mlx5_ib0", "NODE NODE SYS SYS"}, {"eth0", "SYS SYS SYS SYS"}}},
+      {"no_gpu.xml", {}, {{"mlx5_0", ""}}},
+  };
+  for (const Matrix &m : kMatrices) {
+    const std::string text = format(m.file, 1);
+    std::istringstream in(text);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    ASSERT_FALSE(lines.empty()) << m.file;
+    const std::vector<std::string> head = words(lines[0]);
+    const size_t n = m.gpu_rows.size();
+    // Header: GPU0..GPUn-1, then NIC0.., "CPU Affinity", "NUMA Affinity".
+    for (size_t g = 0; g < n; ++g) ASSERT_EQ(head.at(g), "GPU" + std::to_string(g)) << m.file;
+    for (size_t g = 0; g < n; ++g) {
+      const std::vector<std::string> row = words(lines.at(1 + g));
+      ASSERT_EQ(row.at(0), "GPU" + std::to_string(g)) << m.file;
+      const std::vector<std::string> want = words(m.gpu_rows[g]);
+      const std::vector<std::string> got(row.begin() + 1, row.begin() + 1 + static_cast<long>(n));
+      EXPECT_EQ(got, want) << m.file << " GPU" << g;
+    }
+    for (const auto &nic : m.nic_columns) {
+      // "  NICk: name" in the NIC legend gives its column.
+      int k = -1;
+      for (const std::string &l : lines) {
+        const std::vector<std::string> w = words(l);
+        if (w.size() == 2 && w[1] == nic.first && w[0].rfind("NIC", 0) == 0) k = std::atoi(w[0].c_str() + 3);
+      }
+      ASSERT_GE(k, 0) << m.file << ": " << nic.first << " not in the NIC legend";
+      std::string col;
+      for (size_t g = 0; g < n; ++g) col += (g ? " " : "") + words(lines.at(1 + g)).at(1 + n + static_cast<size_t>(k));
+      EXPECT_EQ(col, nic.second) << m.file << " " << nic.first;
+    }
+  }
+  EXPECT_TRUE(has(format("no_gpu.xml", 1), "class: no-gpu\n"));
+  EXPECT_TRUE(has(format("no_gpu.xml", 1), "0 ranks on 0 of 0 GPUs"));
 }
 
 }  // namespace
