@@ -318,7 +318,7 @@ def mpirun_command(args, variant):
     if under_gcoll:
         cmd += ["-x", "LD_PRELOAD=" + args.lib]
     cmd.append(os.path.join(args.bin_dir, bench))
-    return cmd + bench_args + (list(args.gcoll_args) if variant == "gcoll" else [])
+    return cmd + bench_args + (list(getattr(args, "gcoll_args", [])) if variant == "gcoll" else [])
 
 
 def child_env():

@@ -84,6 +84,21 @@ void *StreamQueue::device_word() {
   return nullptr;
 }
 
+bool StreamQueue::foreign_device(cuda::Stream stream, std::string *why) {
+  if (!cuda::usable()) return false;
+  int dev = -1;
+  const int current = rt().current_device();
+  const Status q = rt().stream_device(stream, &dev);
+  if (q == Status::ErrArg) {
+    *why = "the stream is not a CUDA stream of this process";
+    return true;
+  }
+  if (!ok(q) || dev == current) return false;
+  *why = "the stream belongs to device " + std::to_string(dev) + ", the current device is " + std::to_string(current) +
+         " (make the stream's device current first)";
+  return true;
+}
+
 void StreamQueue::free_device_word(void *dev) {
   if (dev) rt().free_device(dev);
 }

@@ -70,6 +70,10 @@ class StreamQueue {
   // engine's device space: allocations, IPC exports, the topology's data probes) never
   // happens on the proxy thread while an application's stream waits for it.
   static void *device_word();
+  // Whether `stream` (a cudaStream_t) belongs to another device than the calling thread's
+  // current one, or is not a CUDA stream of this process: true with *why. False where it
+  // cannot tell (no usable driver).
+  static bool foreign_device(cuda::Stream stream, std::string *why);
   static void free_device_word(void *dev);
   // Calls run so far (tests, stats).
   std::uint64_t calls_run() const { return run_.load(std::memory_order_acquire); }

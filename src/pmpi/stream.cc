@@ -60,7 +60,6 @@
 #include "coll/pack.h"
 #include "coll/stream_device.h"
 #include "coll/stream_queue.h"
-#include "cuda/device.h"
 #include "pmpi/collectives.h"
 #include "pmpi/errors.h"
 #include "pmpi/mpi_flavor.h"
@@ -663,28 +662,18 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
   // allreduce, counted on allreduce_enqueue.
   // A stream of another device than the current one (or not a stream of this process's
   // CUDA): refused on every rank, before anything is set up (agreed in the same exchange).
-  char wrong[160] = "";
-  int stream_dev = -1;
-  if (s && s->gpu && gcoll::cuda::usable()) {
-    const int current = gcoll::cuda::runtime().current_device();
-    const gcoll::Status q = gcoll::cuda::runtime().stream_device(s->cuda, &stream_dev);
-    if (q == gcoll::Status::ErrArg)
-      std::snprintf(wrong, sizeof wrong, "the stream is not a CUDA stream of this process");
-    else if (gcoll::ok(q) && stream_dev != current)
-      std::snprintf(wrong, sizeof wrong,
-                    "the stream belongs to device %d, the current device is %d (make the stream's device current "
-                    "first)",
-                    stream_dev, current);
-  }
-  void *dev = s && s->gpu && !wrong[0] ? gcoll::StreamQueue::device_word() : nullptr;
-  int local = wrong[0] ? -1 : dev ? 1 : 0, all = 0;
+  std::string wrong;
+  if (s && s->gpu) gcoll::StreamQueue::foreign_device(s->cuda, &wrong);
+  void *dev = s && s->gpu && wrong.empty() ? gcoll::StreamQueue::device_word() : nullptr;
+  int local = !wrong.empty() ? -1 : dev ? 1 : 0, all = 0;
   rc = PMPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm);
   if (rc == MPI_SUCCESS && all < 0) {
     gcoll::StreamQueue::free_device_word(dev);
     gcoll::release(sc);
     PMPI_Comm_free(newcomm);
     return gcoll::raise_error(comm, Status::ErrArg, func,
-                              wrong[0] ? wrong : "another rank's stream belongs to another device than its current one");
+                              !wrong.empty() ? wrong.c_str()
+                                             : "another rank's stream belongs to another device than its current one");
   }
   if (rc == MPI_SUCCESS && all) {
     gcoll::StatsFormScope form(gcoll::Form::Enqueue);

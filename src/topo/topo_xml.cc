@@ -19,7 +19,7 @@ using Attrs = std::vector<std::pair<std::string, std::string>>;
 // ---------------------------------------------------------------------------------------
 // A small XML reader: elements, attributes, comments, the prolog; text is skipped. Enough
 // for NCCL's files (which its own reader, simpler still, also reads) and hand-written ones.
-// It accepts what NCCL's parser accepts (src/graph/xml.cc: xmlGetNode, xmlGetValue): a
+// It accepts what NCCL's parser accepts (graph/xml.cc: xmlGetNode, xmlGetValue): a
 // repeated attribute (xmlGetAttr returns the first one: so does Element::attr), '<' or a
 // bare '&' inside a quoted value (NCCL reads up to the closing quote and decodes nothing).
 

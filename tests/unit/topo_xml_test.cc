@@ -416,7 +416,7 @@ TEST(TopoXml, MalformedTextNamesItsLine) {
   EXPECT_EQ(t.gpus.size(), 1u);
 }
 
-// Issue 31: what NCCL's own reader accepts (src/graph/xml.cc, src/graph/topo.cc), gcoll
+// Issue 31: what NCCL's own reader accepts (graph/xml.cc, graph/topo.cc), gcoll
 // accepts with the same meaning.
 TEST(TopoXml, NcclTolerates) {
   // A NIC without a PCI device listed under every CPU (NCCL's dump of a virtual or
