@@ -294,6 +294,65 @@ TEST(Stream, AllreduceEveryTypeAndOp) {
   EXPECT_ALL_RANKS(ok);
 }
 
+// MPIX_Reduce_enqueue (the root moving with each case) and MPIX_Reduce_scatter_block_enqueue
+// on every predefined type and op the blocking tests run (types.h: tested_ops), against
+// PMPI_Reduce and PMPI_Reduce_scatter_block with the tests' tolerance, as the allreduce
+// above (the MPI's known-wrong unsigned MAX/MIN accepted either way).
+TEST(Stream, ReduceAndReduceScatterBlockEveryTypeAndOp) {
+  StreamComm sc(MPI_COMM_WORLD, false);
+  const int p = world_size(), r = world_rank();
+  const size_t n = 257;  // per rank (reduce_scatter_block); the reduce's count
+  size_t max_extent = 0;
+  for (const gct::TypeDesc &t : gct::all_types()) max_extent = std::max(max_extent, t.extent);
+  const size_t cap = n * static_cast<size_t>(p) * max_extent;
+  Dev din(cap), dout(cap);
+  std::vector<unsigned char> in(cap), ref(cap), ref_mpi(cap), got(cap);
+  bool ok = true;
+  int cases = 0;
+  for (const gct::TypeDesc &t : gct::all_types()) {
+    for (MPI_Op op : gct::tested_ops(t)) {
+      const bool either = gct::mpi_unsigned_minmax_wrong(t, op);
+      const auto judge = [&](const char *what, int rc, size_t count) {
+        size_t first = 0;
+        std::string detail;
+        bool good = rc == MPI_SUCCESS && t.compare(got.data(), ref.data(), count, op, p, &first, &detail) == 0;
+        if (!good && either && rc == MPI_SUCCESS)
+          good = t.compare(got.data(), ref_mpi.data(), count, op, p, &first, &detail) == 0;
+        if (!good) gct::report("%s %s %s: rc %d, element %zu: %s", what, t.name, gct::op_name(op), rc, first, detail.c_str());
+        return good;
+      };
+      // reduce, to a root that moves with the cases
+      gct::set_phase("reduce %s %s", t.name, gct::op_name(op));
+      const int root = cases % p;
+      uint32_t seed = gct::next_seed();
+      t.fill(in.data(), n, r, seed, op);
+      PMPI_Reduce(in.data(), ref.data(), static_cast<int>(n), gct::reference_type(t, op), op, root, MPI_COMM_WORLD);
+      if (either) PMPI_Reduce(in.data(), ref_mpi.data(), static_cast<int>(n), t.type, op, root, MPI_COMM_WORLD);
+      late_input(din.p, in.data(), n * t.extent, sc.stream, 300);
+      int rc = MPIX_Reduce_enqueue(din.p, dout.p, static_cast<int>(n), t.type, op, root, sc.comm);
+      if (r == root) EXPECT_EQ(gpu_memcpy_async(got.data(), dout.p, n * t.extent, sc.stream), 0);
+      EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+      ok = (r != root ? rc == MPI_SUCCESS : judge("reduce", rc, n)) && ok;
+      // reduce_scatter_block
+      gct::set_phase("reduce_scatter_block %s %s", t.name, gct::op_name(op));
+      seed = gct::next_seed();
+      t.fill(in.data(), n * static_cast<size_t>(p), r, seed, op);
+      PMPI_Reduce_scatter_block(in.data(), ref.data(), static_cast<int>(n), gct::reference_type(t, op), op,
+                                MPI_COMM_WORLD);
+      if (either)
+        PMPI_Reduce_scatter_block(in.data(), ref_mpi.data(), static_cast<int>(n), t.type, op, MPI_COMM_WORLD);
+      late_input(din.p, in.data(), n * static_cast<size_t>(p) * t.extent, sc.stream, 300);
+      rc = MPIX_Reduce_scatter_block_enqueue(din.p, dout.p, static_cast<int>(n), t.type, op, sc.comm);
+      EXPECT_EQ(gpu_memcpy_async(got.data(), dout.p, n * t.extent, sc.stream), 0);
+      EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
+      ok = judge("reduce_scatter_block", rc, n) && ok;
+      ++cases;
+    }
+  }
+  if (cases < 20) gct::report("only %d (type, op) cases", cases), ok = false;
+  EXPECT_ALL_RANKS(ok);
+}
+
 // The legacy default stream (a NULL cudaStream_t).
 TEST(Stream, LegacyDefaultStream) {
   StreamComm sc(MPI_COMM_WORLD, true);
