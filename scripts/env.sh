@@ -11,10 +11,11 @@ fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 # Installs what is missing and builds (with CUDA when nvcc is there): the common start
-# of the README's commands.
+# of the README's commands. Arguments: the CMake targets to build (default: all of them;
+# the main job builds only the library and its benchmark).
 gcoll_setup_and_build() {
   bash "$GCOLL_ROOT/scripts/setup.sh"
   local cuda_flag=()
   command -v nvcc >/dev/null 2>&1 && cuda_flag=(-DGCOLL_WITH_CUDA=ON)
-  bash "$GCOLL_ROOT/scripts/build.sh" "${cuda_flag[@]}"
+  GCOLL_BUILD_TARGETS="$*" bash "$GCOLL_ROOT/scripts/build.sh" "${cuda_flag[@]}"
 }

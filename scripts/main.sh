@@ -8,7 +8,8 @@
 # Extra arguments go to the benchmark (default: -m 8:16777216 -T mpi_float -i 200).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
-gcoll_setup_and_build
+# Only what it runs: the library and the benchmark (not the tests: scripts/test.sh).
+gcoll_setup_and_build gcoll osu_allreduce
 
 bench_args=("$@")
 [ ${#bench_args[@]} -gt 0 ] || bench_args=(-m 8:16777216 -T mpi_float -i 200)

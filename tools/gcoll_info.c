@@ -3,8 +3,8 @@
  * (default size ranges, GCOLL_TUNE rules or why they are ignored). Needs no MPI job.
  * --cleanup: removes the /dev/shm segments of killed jobs (gcoll_cleanup_segments).
  * --markdown: the settings table as Markdown (the README's, checked in CI).
- * --topology [--ranks-per-gpu N]: the node topology and the paths gcoll takes on it
- * (gcoll_print_topology). */
+ * --topology [--ranks-per-gpu N]: the node topology, the paths gcoll takes on it and the
+ * cost model's picks (gcoll_print_topology). */
 #include <stdlib.h>
 #include <gcoll/gcoll.h>
 #include <stdio.h>
@@ -20,8 +20,8 @@ int main(int argc, char **argv) {
            "--markdown: the settings table as Markdown rows (the README's).\n"
            "--topology: the node's GPUs, NVLinks, PCIe paths, NUMA nodes and NICs as nvidia-smi topo -m\n"
            "prints them (from GCOLL_TOPO_FILE, else detected), the P2P verdicts, islands, NVLink rings,\n"
-           "rail NICs, and the path each collective takes on device buffers with N ranks per GPU\n"
-           "(default 1).\n");
+           "rail NICs, the path each collective takes on device buffers with N ranks per GPU\n"
+           "(default 1), and the cost model's links, picks, predicted times and bus bandwidths.\n");
     return 0;
   }
   if (argc > 1 && strcmp(argv[1], "--cleanup") == 0) {

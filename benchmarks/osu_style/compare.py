@@ -196,6 +196,19 @@ def _median(values):
     return statistics.median(values) if values else float("nan")
 
 
+def _paths_of(parsed_runs, dtype, size):
+    """The path a variant's calls of (dtype, size) took, from the runs' -J records
+    ("engine@oneshot", "staged", "mpi", ...; several, joined by " | ", where repetitions
+    differ); "" without records."""
+    seen = []
+    for parsed in parsed_runs:
+        for rec in parsed.get("records") or []:
+            if rec.get("bytes") == size and (rec.get("type") == dtype or dtype.startswith("block")):
+                if rec.get("path") not in seen:
+                    seen.append(rec.get("path"))
+    return " | ".join(p for p in seen if p)
+
+
 def summarize(bench, nprocs, runs):
     """runs: {'baseline': [parsed, ...], 'gcoll': [parsed, ...]} (one per repetition).
 
@@ -238,6 +251,8 @@ def summarize(bench, nprocs, runs):
             "baseline_reps": base, "gcoll_reps": gc,
             "nonblocking": nonblocking,
         }
+        for variant in ("baseline", "gcoll"):
+            r[variant + "_path"] = _paths_of(runs[variant], dtype, size)
         if nonblocking:
             r["baseline_comm_us"] = _median(t["baseline_comm"])
             r["gcoll_comm_us"] = _median(t["gcoll_comm"])
@@ -331,7 +346,8 @@ def child_env():
 
 
 def run_once(args, variant, rep, raw_dir):
-    cmd = mpirun_command(args, variant)
+    json_path = os.path.join(raw_dir, "rep%d_%s.json" % (rep + 1, variant))
+    cmd = mpirun_command(args, variant) + ["-J", json_path]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -368,6 +384,12 @@ def run_once(args, variant, rep, raw_dir):
                 sys.stderr.write("compare.py: %s run %d: validation failed at %d bytes; see %s\n"
                                  % (variant, rep + 1, r["Size"], path))
                 sys.exit(2)
+    try:
+        with open(json_path) as f:
+            parsed["records"] = json.load(f)["records"]
+    except (OSError, ValueError, KeyError) as e:
+        sys.stderr.write("compare.py: %s run %d: no -J results (%s); see %s\n" % (variant, rep + 1, e, path))
+        sys.exit(2)
     sys.stderr.write("[compare.py] rep %d/%d %-8s %6.1f s  %s\n"
                      % (rep + 1, args.reps, variant, took, path))
     return parsed, cmd, took
@@ -400,6 +422,9 @@ def format_table(summary, show_dtype, names=("baseline", "gcoll")):
         lines = [dt_head + "%-10s%14s%14s%10s%*s%*s" % (
             "Size(B)", names[0] + "(us)", names[1] + "(us)", "speedup", bw_w, bw_heads[0],
             bw_w, bw_heads[1])]
+    with_path = any(r.get("gcoll_path") for r in summary)
+    if with_path:
+        lines[0] += "  %s" % (names[1] + " path")
     for r in summary:
         dt = "%-14s" % r["datatype"] if show_dtype else ""
         if nonblocking:
@@ -411,6 +436,8 @@ def format_table(summary, show_dtype, names=("baseline", "gcoll")):
             lines.append(dt + "%-10d%14.2f%14.2f%10.2f%*.3f%*.3f" % (
                 r["size"], r["baseline_us"], r["gcoll_us"], r["speedup"],
                 bw_w, r["baseline_busbw"], bw_w, r["gcoll_busbw"]))
+        if with_path:
+            lines[-1] += "  %s" % (r.get("gcoll_path") or "-")
     return "\n".join(lines)
 
 
@@ -593,8 +620,13 @@ def parse_args(argv):
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument("--out", help="output directory (default: <build-dir>/osu_compare/"
                                   "<bench>-np<N>-<time>)")
+    ap.add_argument("--replot", metavar="COMPARE_JSON",
+                    help="run nothing: print the table and write the CSV and PNG again from a "
+                         "compare.json this script wrote (into --out, default its directory)")
     args = ap.parse_args(argv)
     args.bench_args = bench_args
+    if args.replot:
+        return args
     args.bin_dir = os.path.abspath(args.bin_dir or os.path.join(args.build_dir, "bin"))
     args.lib = os.path.abspath(args.lib or os.path.join(args.build_dir, "lib", "libgcoll.so"))
     if args.bench in ENQUEUE:
@@ -620,8 +652,42 @@ def parse_args(argv):
     return args
 
 
+COMPARE_SCHEMA = "gcoll-compare/1"
+
+
+def write_outputs(out_dir, bench, nprocs, summary, caption, labels, names):
+    """The table (printed, summary.txt), the CSV and the PNG of one comparison."""
+    dtypes = {r["datatype"] for r in summary}
+    table = format_table(summary, show_dtype=len(dtypes) > 1, names=names)
+    text = "\n".join("# " + c for c in caption) + "\n" + table + "\n"
+    print(text, end="")
+    csv_path = os.path.join(out_dir, bench + ".csv")
+    write_csv(csv_path, bench, nprocs, summary)
+    with open(os.path.join(out_dir, "summary.txt"), "w") as f:
+        f.write(text)
+    png = write_plot(out_dir, bench, caption, summary, labels[0], labels[1])
+    return csv_path, png
+
+
+def replot(args):
+    with open(args.replot) as f:
+        doc = json.load(f)
+    if doc.get("schema") != COMPARE_SCHEMA:
+        sys.stderr.write("compare.py: %s is not a %s file\n" % (args.replot, COMPARE_SCHEMA))
+        return 2
+    out_dir = os.path.abspath(args.out or os.path.dirname(os.path.abspath(args.replot)))
+    os.makedirs(out_dir, exist_ok=True)
+    m = doc["meta"]
+    csv_path, png = write_outputs(out_dir, m["bench"], m["np"], doc["rows"], doc["caption"],
+                                  doc["labels"], tuple(doc["names"]))
+    sys.stderr.write("[compare.py] csv: %s\n[compare.py] png: %s\n" % (csv_path, png or "(none)"))
+    return 0
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.replot:
+        return replot(args)
     stray = sorted(k for k in os.environ if k.startswith("GCOLL_"))
     if stray:
         sys.stderr.write("compare.py: note: ignoring %s from this shell; pass settings with "
@@ -665,17 +731,8 @@ def main(argv=None):
            if args.baseline_env else "", info["commit"]),
         "benchmark arguments: %s" % (" ".join(args.bench_args) or "(none)"),
     ]
-    dtypes = {r["datatype"] for r in summary}
-    table = format_table(summary, show_dtype=len(dtypes) > 1, names=names)
-    header = "\n".join("# " + c for c in caption)
-    text = header + "\n" + table + "\n"
-    print(text, end="")
-
-    csv_path = os.path.join(out_dir, args.bench + ".csv")
-    write_csv(csv_path, args.bench, args.np, summary)
-    with open(os.path.join(out_dir, "summary.txt"), "w") as f:
-        f.write(text)
-    png = write_plot(out_dir, args.bench, caption, summary, base_label, gcoll_label)
+    csv_path, png = write_outputs(out_dir, args.bench, args.np, summary, caption,
+                                  (base_label, gcoll_label), names)
     meta = dict(info)
     meta.update({"bench": args.bench, "np": args.np, "reps": args.reps, "device": args.device,
                  "env": args.env, "baseline_env": args.baseline_env,
@@ -685,6 +742,12 @@ def main(argv=None):
                  "date": datetime.datetime.now().isoformat(timespec="seconds")})
     with open(os.path.join(out_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=2)
+    # Everything above as data (README.md of the benchmarks, "Results as JSON"): the rows
+    # with each variant's path, the caption, and every run's -J records.
+    with open(os.path.join(out_dir, "compare.json"), "w") as f:
+        json.dump({"schema": COMPARE_SCHEMA, "meta": meta, "caption": caption,
+                   "labels": [base_label, gcoll_label], "names": list(names), "rows": summary,
+                   "runs": {v: [p.get("records", []) for p in runs[v]] for v in runs}}, f, indent=1)
     sys.stderr.write("[compare.py] %.0f s; csv: %s\n[compare.py] png: %s\n"
                      % (elapsed, csv_path, png or "(none)"))
     return 0

@@ -230,6 +230,9 @@ static const osu_optdef osu_optdefs[] = {
      "CALLS - capture CALLS calls into one CUDA graph (cudaStreamBeginCapture)\n"
      "and time launches of it: per-call latency = time / calls launched\n"
      "(default 0: no graph)", 7},
+    {'J', "json", required_argument,
+     "FILE - also write the results to FILE as JSON, one record per size\n"
+     "(rank 0; README.md \"Results as JSON\", schema results.schema.json)", 0},
 };
 #define OSU_NOPTDEFS ((int)(sizeof(osu_optdefs) / sizeof(osu_optdefs[0])))
 
@@ -341,7 +344,7 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
   o->skip_large = OSU_COLL_SKIP_LARGE;
   o->thread_level = b->thread_level;
 
-  char optstring[64] = "+:d:hvfm:i:x:M:cT:";
+  char optstring[64] = "+:d:hvfm:i:x:M:cT:J:";
   if (b->has_in_place) strcat(optstring, "l");
   if (b->has_root) strcat(optstring, "k:");
   if (b->nonblocking) strcat(optstring, "t:");
@@ -456,6 +459,7 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
         o->num_probes = (int)v;
         break;
       }
+      case 'J': o->json = optarg; break;
       case OPT_STAGED: o->staged = 1; break;
       case OPT_BUSBW: o->busbw = 1; break;
       case OPT_MAX_RANK_TIME: o->max_rank_time = 1; break;
@@ -700,6 +704,7 @@ static void osu_print_header(const osu_bench *b, const osu_options *o) {
 typedef struct {
   double avg, min, max, max_rank;
   size_t iterations;
+  osu_paths before, after; /* -J: gcoll's counters around the timed calls (rank 0) */
   int errors;
   /* nonblocking: means over ranks of each rank's mean per iteration (us); comm_min and
      comm_max over ranks; compute excludes the MPI_Test calls (OMB's cpu - test) */
@@ -802,6 +807,7 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
   if (o->validate) b->fill(c, count, 0);
   if (b->prepare) b->prepare(c, count);
 
+  osu_json_mark(&row->before);
   OSU_MPI(MPI_Barrier(c->comm));
   double timer = 0.0;
   if (b->back_to_back && o->graph) {
@@ -845,6 +851,7 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
       if (times) times[i - skip] = t_stop - t_start;
     }
   }
+  osu_json_mark(&row->after);
   double latency = timer * 1e6 / (double)iters;
 
   double sum = 0.0;
@@ -934,6 +941,7 @@ static void osu_measure_nbc(osu_ctx *c, int count, size_t iters, size_t skip, os
   if (o->validate) b->fill(c, count, 0);
   if (b->prepare) b->prepare(c, count);
 
+  osu_json_mark(&row->before);
   OSU_MPI(MPI_Barrier(c->comm));
   double timer = 0.0;
   for (size_t i = 0; i < iters + skip; i++) {
@@ -973,6 +981,7 @@ static void osu_measure_nbc(osu_ctx *c, int count, size_t iters, size_t skip, os
     }
   }
 
+  osu_json_mark(&row->after);
   /* per rank, us per iteration; summed over ranks on rank 0 */
   const double us = 1e6 / (double)iters;
   double local[6] = {overall * us, compute * us, init * us, test * us, wait * us, comm_s * 1e6};
@@ -1126,6 +1135,10 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
   if (opt.max_rank_time && !times) MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
 
   if (b->setup) b->setup(&c);
+  if (osu_json_begin(opt.json, b, device, opt.staged, opt.in_place, MPI_COMM_WORLD) != 0) {
+    MPI_Finalize();
+    return EXIT_FAILURE;
+  }
   if (rank == 0) osu_print_preamble(b, &opt);
 
   int errors = 0;
@@ -1156,6 +1169,17 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
       else
         osu_measure(&c, size, (int)count, iters, skip, times, &row);
       if (rank == 0) osu_print_row(b, &opt, nprocs, size, &row);
+      if (rank == 0 && opt.json) {
+        char name[MPI_MAX_OBJECT_NAME];
+        int len = 0;
+        OSU_MPI(MPI_Type_get_name(c.type->dtype, name, &len));
+        const double nbc[4] = {row.overall, row.compute, row.comm, row.overlap};
+        osu_json_times jt = {b->nonblocking ? row.overall : row.avg, row.min, row.max, row.iterations,
+                             opt.validate, row.errors, b->nonblocking ? nbc : NULL};
+        if (b->nonblocking) jt.min = jt.max = row.overall; /* OMB gives no per-rank spread of Overall */
+        osu_json_record(name, c.type->size, size, count, b->alg_bytes(size, nprocs), b->bus_factor(nprocs), &jt,
+                        &row.before, &row.after);
+      }
       OSU_MPI(MPI_Barrier(MPI_COMM_WORLD));
       if (row.errors) {
         errors = row.errors;
@@ -1166,6 +1190,7 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
   }
 
   if (b->teardown) b->teardown(&c);
+  const int json_failed = osu_json_end() != 0;
   free(times);
   osu_free(&opt, c.sbuf, 0);
   osu_free(&opt, c.rbuf, 0);
@@ -1186,5 +1211,5 @@ int osu_main(const osu_bench *b, int argc, char **argv) {
     }
     return EXIT_FAILURE;
   }
-  return EXIT_SUCCESS;
+  return json_failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -16,6 +16,8 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "osu_json.h"
+
 /* OMB 7.x constants (c/util/osu_util.h). The version printed in the header line is
  * the OMB release whose output format these benchmarks reproduce. */
 #define OSU_OMB_VERSION "7.3"
@@ -63,6 +65,7 @@ typedef struct {
   int thread_level;     /* --thread-level (benchmarks with osu_bench.thread_level) */
   int graph;            /* --graph CALLS (benchmarks with osu_bench.graph_capture): 0 none */
   int thread_granted;   /* what MPI_Init_thread granted, the minimum over the ranks */
+  const char *json;     /* -J FILE: the results as JSON records too (osu_json.h) */
   size_t min_size, max_size, mem_limit;
   size_t iterations, iterations_large, skip, skip_large;
   int ntypes;

@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
 """Smoke test of compare.py: tiny comparisons (np 2, 2 repetitions, small sizes) of
 osu_allreduce and of the nonblocking osu_iallreduce must print their tables and write
-the CSV and, when gnuplot is installed, a PNG.
+the CSV and, when gnuplot is installed, a PNG; every run's -J results must be valid
+against results.schema.json (check_json.py) and say the path taken (gcoll's engine for
+osu_allreduce under GCOLL_HOST_BUFFERS=engine, "mpi" for the runs without the library),
+compare.json must hold the rows, and --replot must print the same table from it.
 
     test_compare.py --bin-dir BIN --lib LIBGCOLL --out DIR
 """
 
 import argparse
 import csv
+import glob
+import json
 import os
 import shutil
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check_json import validate  # noqa: E402
 SIZES = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
 
@@ -66,6 +73,9 @@ def check(bench, out, stdout, nonblocking):
         first = f.readline()
     if "LD_PRELOAD" in first or "GCOLL_" in first:
         return "%s: baseline run command has the preload or a setting: %s" % (bench, first)
+    err = check_json_results(bench, out, stdout, nonblocking)
+    if err:
+        return err
     png = os.path.join(out, bench + ".png")
     if shutil.which("gnuplot"):
         with open(png, "rb") as f:
@@ -73,6 +83,52 @@ def check(bench, out, stdout, nonblocking):
                 return "%s is not a PNG" % png
     else:
         print("note: gnuplot not installed; PNG not checked")
+    return None
+
+
+def check_json_results(bench, out, stdout, nonblocking):
+    """The -J records of every run, compare.json and --replot."""
+    with open(os.path.join(HERE, "results.schema.json")) as f:
+        schema = json.load(f)
+    files = sorted(glob.glob(os.path.join(out, "raw", "rep*_*.json")))
+    if len(files) != 4:
+        return "%s: %d -J result files, expected 4" % (bench, len(files))
+    for name in files:
+        with open(name) as f:
+            doc = json.load(f)
+        errs = validate(doc, schema)
+        if errs:
+            return "%s: %s invalid: %s" % (bench, name, "; ".join(errs[:5]))
+        sizes = [r["bytes"] for r in doc["records"]]
+        if sizes != SIZES:
+            return "%s: %s sizes %r" % (bench, name, sizes)
+        gcoll_run = name.endswith("_gcoll.json")
+        for r in doc["records"]:
+            if (r["gcoll"] is None) == gcoll_run:
+                return "%s: %s: gcoll %r in a %s run" % (bench, name, r["gcoll"], "gcoll" if gcoll_run else "baseline")
+            if not gcoll_run and r["path"] != "mpi":
+                return "%s: %s: baseline path %r" % (bench, name, r["path"])
+            # Blocking calls of 4 B - 1 KiB with GCOLL_HOST_BUFFERS=engine: the engine's,
+            # every call (warmup and timed) counted; nonblocking ones the MPI's (the
+            # progress thread is off by default).
+            want = "passthrough" if nonblocking else "engine@"
+            if gcoll_run and not r["path"].startswith(want):
+                return "%s: %s: gcoll path %r at %d bytes, expected %s..." % (bench, name, r["path"], r["bytes"], want)
+            if gcoll_run and not nonblocking and r["calls"]["engine"] != r["iterations"] + 2:
+                return "%s: %s: %d engine calls counted, expected %d" % (
+                    bench, name, r["calls"]["engine"], r["iterations"] + 2)
+            if r["validation"] != "pass":
+                return "%s: %s: validation %r" % (bench, name, r["validation"])
+    with open(os.path.join(out, "compare.json")) as f:
+        cmp = json.load(f)
+    if cmp.get("schema") != "gcoll-compare/1" or [r["size"] for r in cmp["rows"]] != SIZES:
+        return "%s: compare.json: schema %r, sizes %r" % (bench, cmp.get("schema"), [r["size"] for r in cmp["rows"]])
+    again = subprocess.run([sys.executable, os.path.join(HERE, "compare.py"), "--replot",
+                            os.path.join(out, "compare.json"), "--out", os.path.join(out, "replot")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    table = [l for l in stdout.splitlines() if l[:1].isdigit() or l.startswith("Size")]
+    if again.returncode != 0 or [l for l in again.stdout.splitlines() if l[:1].isdigit() or l.startswith("Size")] != table:
+        return "%s: --replot printed another table (exit %d):\n%s" % (bench, again.returncode, again.stdout)
     return None
 
 

@@ -47,6 +47,23 @@ int gcoll_live_comm_states(void);
  * and diagnostics. */
 long long gcoll_library_counter(const char *name);
 
+/* This process's number of calls (all threads) on one line of the stats file: `coll` is
+ * its key ("allreduce", "iallreduce", "allreduce_init", "allreduce_enqueue", ...), `what`
+ * a path ("engine", "staged", "passthrough", "errors") or "@<algorithm>": the engine calls
+ * that ran that algorithm of the collective's table (gcoll_info lists them; the forms of
+ * one collective share its table, so "@ring" counts the blocking and nonblocking calls
+ * alike). -1 for an unknown key or name. Benchmarks take the difference around a loop to
+ * say which path its calls took (benchmarks/osu_style -J). */
+long long gcoll_call_count(const char *coll, const char *what);
+
+/* The name of the i-th (from 0) engine algorithm of `coll`'s table ("staged" included),
+ * NULL past the last or for an unknown key. */
+const char *gcoll_algorithm_name(const char *coll, int i);
+
+/* The source's commit the library was built from (`git describe --always --dirty` when
+ * CMake configured the build; "unknown" outside a git checkout). */
+const char *gcoll_build_commit(void);
+
 /* Prints the node topology gcoll uses (GCOLL_TOPO_FILE, else what it detects: CUDA,
  * hwloc, NVML) as `nvidia-smi topo -m` does, then what gcoll makes of it: the P2P verdict
  * of every GPU pair, the P2P islands, the NVLink rings, each rank's rail NIC and the path

@@ -40,6 +40,8 @@
 //   GpuMixed            ranks (and send/recv) with different memory kinds in one call
 //   GpuOffsets          buffers at odd element / byte offsets inside larger allocations
 //   GpuManaged          cudaMallocManaged buffers (run apart: see the test)
+//   GpuEngineEvery      the engine's eight collectives, predefined types and ops, none of
+//                       them staged on any machine of tests/topo (gpu_engine_every_test.cc)
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -1110,6 +1112,90 @@ TEST(GpuOffsets, OddByteOffsets) {
   l.shared = true;
   for (size_t count : {size_t{7}, size_t{65539}})
     ok = dev_allreduce(*w, find_type(MPI_UINT8_T), MPI_SUM, count, false, next_seed(), l) && ok;
+  EXPECT_ALL_RANKS(ok);
+}
+
+// The P2P verdicts and the data probe's outcomes are kept per process for the GPU pair
+// (coll/device_topo.cc): communicators made after one that probed its node's pairs (a
+// duplicate of the world: every pair of every node) probe nothing, find the pairs in both
+// processes' caches, and still compute right; a pair the probe caught (broken4.xml) stays
+// without P2P: no IPC open across it after the first probe (the emulation counts them), the
+// results right. On one GPU or without P2P nothing is probed and the counts stay 0.
+TEST(GpuTopology, P2pProbedOncePerPairPerProcess) {
+  using Counter = long long (*)(const char *);
+  using Count = int (*)(void);
+  const auto counter = reinterpret_cast<Counter>(dlsym(RTLD_DEFAULT, "gcoll_library_counter"));
+  const auto broken = reinterpret_cast<Count>(dlsym(RTLD_DEFAULT, "gcoll_emu_broken_ipc_opens"));
+  ASSERT_NE(counter, nullptr) << "gcoll_library_counter not found";
+  bool ok = true;
+  const TypeDesc &f = find_type(MPI_FLOAT);
+  const auto calls = [&](const TestComm &c) {
+    ok = dev_allreduce(c, f, MPI_SUM, 1001, false, next_seed()) && ok;
+    ok = dev_bcast(c, spec_of(f), 4099, c.size - 1, next_seed()) && ok;
+  };
+  const long long seen0 = counter("p2p_probes") + counter("p2p_probe_cache_hits");
+  ScopedComm first(CommKind::Dup);
+  calls(*first);  // the device engine's setup: every pair of every node known after it
+  const long long probes0 = counter("p2p_probes"), hits0 = counter("p2p_probe_cache_hits");
+  const int broken0 = broken ? broken() : 0;
+  for (int k = 0; k < 2; ++k) {
+    ScopedComm again(CommKind::Dup);
+    calls(*again);
+  }
+  const long long probes = counter("p2p_probes") - probes0, hits = counter("p2p_probe_cache_hits") - hits0;
+  const int broken_opens = (broken ? broken() : 0) - broken0;
+  if (probes != 0 || broken_opens != 0)
+    std::printf("rank %d: %lld P2P probes, %d IPC opens across broken pairs on communicators made after the "
+                "first (expected 0: probed once per pair and process); %lld probes, %lld cache hits in all\n",
+                world_rank(), probes, broken_opens, counter("p2p_probes"), counter("p2p_probe_cache_hits"));
+  ok = ok && probes == 0 && broken_opens == 0;
+  // Where the first one had P2P pairs of this process's GPU to probe (or found them
+  // known), the later ones found them known.
+  if (probes0 + hits0 > seen0 && hits <= 0) {
+    std::printf("rank %d: no P2P probe cache hits on the later communicators\n", world_rank());
+    ok = false;
+  }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// Across nodes the ranks that talk to the network are the ones nearest a NIC
+// (coll/device_topo.h, step 6): where a node's lowest ranks are the farthest (nic_far4.xml
+// under GCOLL_RANKS_PER_NODE=2: GPU0 and GPU2 NODE, GPU1 and GPU3 PIX to a NIC), the device
+// engine runs on a topology whose local ranks go by that distance; the collectives whose
+// inter-node steps use one rail (bcast binomial), every rail (allreduce, allgather,
+// reduce_scatter_block) or ranks without one compute right on it, from roots on and off a
+// leader, and on a reversed communicator (whose nodes are in order already) too; every rank
+// counted a reordered topology
+// (nic_ordered_topologies, include/gcoll/gcoll.h: gcoll_library_counter). Only under
+// GCOLLTEST_EXPECT_NIC_ORDER=1 (gpu.topo.nic_far4.vnodes2): the other machines' runs keep
+// their ranks' order, and 16 ranks on 2 cores would spend seconds on it.
+TEST(GpuTopology, NetworkLeadersNearestNic) {
+  const char *want = std::getenv("GCOLLTEST_EXPECT_NIC_ORDER");
+  if (!want || std::strcmp(want, "1") != 0) GTEST_SKIP() << "GCOLLTEST_EXPECT_NIC_ORDER=1 not set";
+  using Counter = long long (*)(const char *);
+  const auto counter = reinterpret_cast<Counter>(dlsym(RTLD_DEFAULT, "gcoll_library_counter"));
+  ASSERT_NE(counter, nullptr) << "gcoll_library_counter not found";
+  const long long ordered0 = counter("nic_ordered_topologies");
+  bool ok = true;
+  const TypeDesc &f = find_type(MPI_FLOAT), &i = find_type(MPI_INT);
+  for (CommKind k : {CommKind::Dup, CommKind::SplitReversed}) {
+    ScopedComm c(k);
+    for (size_t count : {size_t{1001}, size_t{1} << 18}) {
+      ok = dev_allreduce(*c, f, MPI_SUM, count, false, next_seed()) && ok;
+      ok = dev_allreduce(*c, i, MPI_MAX, count, true, next_seed()) && ok;
+      ok = dev_reduce_scatter_block(*c, i, MPI_SUM, count, false, next_seed()) && ok;
+      ok = dev_allgather(*c, spec_of(i), count, false, next_seed()) && ok;
+      // Roots on a leader and off one, on the first node and the last.
+      for (int root : {0, 1, c->size - 2, c->size - 1})
+        if (root >= 0) ok = dev_bcast(*c, spec_of(f), count, root, next_seed()) && ok;
+    }
+  }
+  const long long ordered = counter("nic_ordered_topologies") - ordered0;
+  if (ordered < 1) {
+    std::printf("rank %d: no device topology ordered by NIC distance (nic_ordered_topologies +%lld)\n", world_rank(),
+                ordered);
+    ok = false;
+  }
   EXPECT_ALL_RANKS(ok);
 }
 

@@ -3,8 +3,9 @@
 
 Usage:
   topo_check.py --mpiexec MPIRUN [--mpiexec-flags="..."] --np N --topo FILE.xml
-      --expect-class CLASS [--expect-algo COLL=A|B]... [--expect-probe-failures N]
-      [--expect-ring] [--env VAR=VALUE]... [--timeout S] -- PROGRAM [ARGS...]
+      [--expect-class CLASS] [--expect-algo COLL=A|B]... [--expect-probe-failures N]
+      [--expect-ring] [--expect-no-staged [--allow-staged COLL]...] [--env VAR=VALUE]...
+      [--timeout S] -- PROGRAM [ARGS...]
 
 The program (gcoll_gpu_mpi_test with a filter: the collectives' correctness suites,
 results compared with PMPI_* on host copies) runs as
@@ -17,14 +18,21 @@ denied pair (GpuTopology.NoIpcOpenAcrossDeniedPairs, gpu_test.cc).
 
 Checks on the stats file gcoll writes at MPI_Finalize (summed over ranks):
   * mpirun exit status 0;
-  * library.device_topology_<CLASS> >= N: every rank's node, on MPI_COMM_WORLD, has the
-    topology class expected (one-gpu, nvlink, pcie, islands, no-p2p); the suites' split
+  * --expect-class: library.device_topology_<CLASS> >= N: every rank's node, on
+    MPI_COMM_WORLD, has the topology class expected (one-gpu, nvlink, pcie, islands,
+    no-p2p; none given: not checked); the suites' split
     communicators may count other classes (odd ranks on GPUs without P2P between them);
   * library.p2p_probe_failures: 0 for N = 0 (default), else at least N: the GPU pairs the
     data probe caught (per node and communicator);
   * --expect-ring: library.device_nvlink_rings >= N: every rank of MPI_COMM_WORLD set up
-    the device engine along its node's NVLink ring, and each of allreduce, bcast,
-    allgather and reduce_scatter_block that the program called ran calls with @nvring;
+    the device engine along its node's NVLink ring, and each of the engine's eight
+    collectives (allreduce, bcast, allgather, reduce_scatter_block, reduce,
+    reduce_scatter, alltoall, allgatherv) that the program called on device buffers (engine
+    or staged) ran calls with @nvring;
+  * --expect-no-staged: none of the eight collectives was staged (staged == 0), and each
+    one the program called ran on the engine (engine > 0): for a program (filter) whose
+    calls are all device buffers of predefined types and ops (GpuEngineEvery.*); but for
+    each --allow-staged COLL, whose calls may be staged (a known gap, named where used);
   * --expect-algo COLL=A|B: the engine ran COLL's calls with A or B only (> 0 calls in all,
     none with any other algorithm but "staged"), and COLL has engine calls.
 And on the dumps (GCOLL_TOPO_DUMP_FILE=<fresh>/dump-%p.xml, always set): one per rank
@@ -45,6 +53,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_stats_check import run  # noqa: E402
 
 CLASSES = ("one_gpu", "nvlink", "pcie", "islands", "no_p2p")
+# The collectives with engine algorithms (registry.cc).
+ENGINE_COLLS = ("allreduce", "bcast", "allgather", "reduce_scatter_block", "reduce", "reduce_scatter", "alltoall",
+                "allgatherv")
 
 
 def parse_args(argv):
@@ -53,10 +64,12 @@ def parse_args(argv):
     p.add_argument("--mpiexec-flags", default="")
     p.add_argument("--np", type=int, required=True)
     p.add_argument("--topo", required=True)
-    p.add_argument("--expect-class", required=True, choices=[c.replace("_", "-") for c in CLASSES])
+    p.add_argument("--expect-class", choices=[c.replace("_", "-") for c in CLASSES])
     p.add_argument("--expect-algo", action="append", default=[], metavar="COLL=A|B")
     p.add_argument("--expect-probe-failures", type=int, default=0)
     p.add_argument("--expect-ring", action="store_true")
+    p.add_argument("--expect-no-staged", action="store_true")
+    p.add_argument("--allow-staged", action="append", default=[], metavar="COLL")
     p.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
     p.add_argument("--timeout", type=float, default=240.0)
     p.add_argument("command", nargs=argparse.REMAINDER)
@@ -105,7 +118,7 @@ def main(argv):
     for kv in xenv:
         cmd += ["-x", kv]
     cmd += a.command
-    print("topo_check: %s, np %d, expecting %s" % (os.path.basename(a.topo), a.np, a.expect_class))
+    print("topo_check: %s, np %d, expecting %s" % (os.path.basename(a.topo), a.np, a.expect_class or "any class"))
     print("topo_check: running: %s" % " ".join(shlex.quote(c) for c in cmd))
     sys.stdout.flush()
     rc, out, err, timed_out = run(cmd, env, a.timeout)
@@ -125,21 +138,27 @@ def main(argv):
             failures.append("no stats file: %s" % e)
     if stats is not None:
         lib = stats.get("library", {})
-        want = a.expect_class.replace("-", "_")
+        want = (a.expect_class or "").replace("-", "_")
         # Every rank of MPI_COMM_WORLD counts its node's class once; the suites' split
         # communicators (odd and even ranks, ...) may find other classes on fewer GPUs.
         n = lib.get("device_topology_" + want, 0)
-        if n < a.np:
+        if want and n < a.np:
             failures.append("device_topology_%s = %d, expected at least %d (every rank of MPI_COMM_WORLD)"
                             % (want, n, a.np))
         rings = lib.get("device_nvlink_rings", 0)
         if a.expect_ring and rings < a.np:
             failures.append("device_nvlink_rings = %d, expected at least %d (every rank of MPI_COMM_WORLD)"
                             % (rings, a.np))
-        for coll in ("allreduce", "bcast", "allgather", "reduce_scatter_block"):
+        for coll in ENGINE_COLLS:
             e = stats.get(coll, {})
-            if a.expect_ring and e.get("engine", 0) > 0 and e.get("algorithms", {}).get("nvring", 0) <= 0:
+            # (a collective the ring never took, staged on every call, fails too)
+            device_calls = e.get("engine", 0) + e.get("staged", 0)
+            if a.expect_ring and device_calls > 0 and e.get("algorithms", {}).get("nvring", 0) <= 0:
                 failures.append("%s: no calls along the NVLink ring (@nvring)" % coll)
+            if a.expect_no_staged and e.get("staged", 0) > 0 and coll not in a.allow_staged:
+                failures.append("%s: %d calls staged, expected none" % (coll, e["staged"]))
+            if a.expect_no_staged and e.get("calls", 0) > 0 and e.get("engine", 0) <= 0:
+                failures.append("%s: %d calls, none on the engine" % (coll, e["calls"]))
         if not a.expect_ring and rings:
             failures.append("device_nvlink_rings = %d, expected 0" % rings)
         # Counted once per node and communicator that probed the pair (world, and the
@@ -160,8 +179,7 @@ def main(argv):
             if not used or not set(used) <= allowed:
                 failures.append("%s: algorithms used %s, expected only %s" % (coll, used, sorted(allowed)))
         print("topo_check: stats: library %s" % json.dumps(lib))
-        for coll in ("allreduce", "bcast", "allgather", "reduce_scatter_block", "reduce", "reduce_scatter",
-                     "alltoall", "allgatherv"):
+        for coll in ENGINE_COLLS:
             if coll in stats:
                 e = stats[coll]
                 print("topo_check: %s: engine %d staged %d algorithms %s" % (

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/uniform_settings.h"
+#include "coll/cost_model.h"
 #include "coll/device_topo.h"
 #include "coll/engine.h"
 #include "coll/tune.h"
@@ -22,6 +23,10 @@
 #include "topo/topo_print.h"
 
 #define GCOLL_EXPORT __attribute__((visibility("default")))
+
+namespace gcoll {
+const char *build_commit();  // generated: cmake/GcollCommit.cmake
+}
 
 namespace {
 
@@ -134,6 +139,7 @@ GCOLL_EXPORT int gcoll_print_topology(FILE *out, int ranks_per_gpu) {
     o.ranks_per_gpu = ranks_per_gpu > 0 ? ranks_per_gpu : 1;
     std::string text = "node topology from " + topo::node_topology_source() + "\n\n" + topo::format_topology(t, o);
     text += "\n" + device_paths_text(t, o.ranks_per_gpu * static_cast<int>(t.gpus.size()));
+    text += cost_model_text(t, o.ranks_per_gpu * static_cast<int>(t.gpus.size()));
     if (std::fputs(text.c_str(), out) < 0) return -1;
     // A topology file that could not be used: the detected topology was printed above, and
     // the caller (gcoll_info --topology) fails, naming the file's line.
@@ -170,6 +176,64 @@ GCOLL_EXPORT long long gcoll_library_counter(const char *name) {
   }
   return -1;
 }
+
+namespace {
+
+int coll_by_name(const char *name) {
+  for (int k = 0; name && k < gcoll::kColls; ++k)
+    if (std::strcmp(name, gcoll::coll_name(static_cast<gcoll::Coll>(k))) == 0) return k;
+  return -1;
+}
+
+// The blocking collective whose algorithm table a stats line's calls run (the engine runs
+// every form with the blocking row's algorithms).
+gcoll::Coll blocking_of(int line) {
+  using gcoll::kBlockingColls;
+  if (line < 3 * kBlockingColls) return static_cast<gcoll::Coll>(line % kBlockingColls);
+  const std::string name = gcoll::coll_name(static_cast<gcoll::Coll>(line));
+  const std::string base = name.substr(0, name.rfind('_'));  // "allreduce_enqueue" -> "allreduce"
+  const int b = coll_by_name(base.c_str());
+  return static_cast<gcoll::Coll>(b >= 0 ? b : line);
+}
+
+}  // namespace
+
+GCOLL_EXPORT long long gcoll_call_count(const char *coll, const char *what) {
+  using namespace gcoll;
+  try {
+    const int line = coll_by_name(coll);
+    if (line < 0 || !what) return -1;
+    const std::vector<std::uint64_t> v = process_stats().snapshot();
+    if (what[0] == '@') {
+      const Coll b = blocking_of(line);
+      for (const Algorithm &a : algorithms())
+        if (a.coll == b && std::strcmp(what + 1, a.name) == 0) {
+          const int i = algorithm_index(&a);
+          return i < kMaxAlgos ? static_cast<long long>(v[kFields * kColls + i]) : -1;
+        }
+      return -1;
+    }
+    for (int p = 0; p < static_cast<int>(Path::kCount); ++p)
+      if (std::strcmp(what, path_name(static_cast<Path>(p))) == 0)
+        return static_cast<long long>(v[line * kFields + p]);
+    return -1;
+  } catch (...) {
+    log_exception("gcoll_call_count");
+    return -1;
+  }
+}
+
+GCOLL_EXPORT const char *gcoll_algorithm_name(const char *coll, int i) {
+  using namespace gcoll;
+  const int line = coll_by_name(coll);
+  if (line < 0 || i < 0) return nullptr;
+  const Coll b = blocking_of(line);
+  for (const Algorithm &a : algorithms())
+    if (a.coll == b && i-- == 0) return a.name;
+  return nullptr;
+}
+
+GCOLL_EXPORT const char *gcoll_build_commit(void) { return gcoll::build_commit(); }
 
 GCOLL_EXPORT int gcoll_print_info(FILE *out) {
   try {

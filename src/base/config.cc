@@ -177,6 +177,11 @@ const std::vector<SettingDef> kSettings = {
      "rules in effect. Invalid rules are reported and ignored whole.",
      [](Config &c, const Value &v) { c.tune = v.s; },
      "the communicator uses the MPI (device buffers staged)"},
+    {"GCOLL_COST_MODEL", SettingType::Bool, "1", nullptr,
+     "1: on nodes of several GPUs, device-buffer calls that no GCOLL_TUNE rule takes get the algorithm the cost model "
+     "predicts fastest from the node's links (docs/cost-model.md; gcoll_info --topology prints its picks). 0: the "
+     "default rules. A communicator where some rank sets 0 runs without the model (agreed at its first device call).",
+     [](Config &c, const Value &v) { c.cost_model = v.b; }},
     {"GCOLL_CHUNK_SIZE", SettingType::Size, "1M", "4096:1073741824",
      "Pipeline chunk of the engine; also each rank's shared-memory bank (node segment = 2 x ranks x chunk).",
      [](Config &c, const Value &v) { c.chunk_size = v.size; },

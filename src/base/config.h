@@ -26,6 +26,7 @@ struct Config {
   bool host_engine = false;          // GCOLL_HOST_BUFFERS=engine
   int ranks_per_node = 0;            // 0: physical nodes
   std::string tune;                  // user's selection rules (validated in src/coll/tune)
+  bool cost_model = true;            // GCOLL_COST_MODEL (src/coll/cost_model.h)
   std::uint64_t chunk_size = 1 << 20;
   int timeout_s = 0;                 // 0: no timeout
   bool cuda = true;                  // GCOLL_CUDA=auto|emulate (false: off, every buffer is host memory)

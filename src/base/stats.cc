@@ -47,6 +47,9 @@ const char *counter_name(Counter c) {
     case Counter::TopoIslands: return "device_topology_islands";
     case Counter::TopoNoP2p: return "device_topology_no_p2p";
     case Counter::P2pProbeFailures: return "p2p_probe_failures";
+    case Counter::P2pProbes: return "p2p_probes";
+    case Counter::P2pProbeCacheHits: return "p2p_probe_cache_hits";
+    case Counter::NicOrderedTopologies: return "nic_ordered_topologies";
     case Counter::NvlinkRings: return "device_nvlink_rings";
     case Counter::ProgressThreads: return "progress_threads";
     case Counter::AsyncEngineCalls: return "async_engine_calls";

@@ -85,7 +85,16 @@ constexpr int kMaxAlgos = 64;                            // engine algorithms, b
 //                   (topo/node_topo.h: TopoClass; coll/device_topo.h): one per rank and
 //                   communicator that set up the device engine;
 //   P2pProbeFailures: GPU pairs whose P2P failed the data probe (coll/device_topo.cc),
-//                   counted by the node's first rank of each communicator that probed them;
+//                   counted by the node's first rank of each communicator that found them
+//                   (probed, or known from an earlier probe of the process: a failure stays);
+//   P2pProbes:      GPU pairs this process's data probe ran on (distinct peer GPUs of its
+//                   own, per probe): once per pair and process, not per communicator;
+//   P2pProbeCacheHits: GPU pairs whose probe a new communicator skipped because both of
+//                   its ranks' processes knew the outcome (coll/device_topo.cc);
+//   NicOrderedTopologies: device topologies whose nodes' ranks were put in the order of
+//                   their GPUs' distance to a NIC (the rank nearest one leads, rail j is
+//                   each node's j-th nearest: coll/device_topo.h), one per rank and
+//                   communicator, where some node's order is not its ranks' own;
 //   NvlinkRings:    device spaces created on an NVLink ring (coll/device_topo.h: one node
 //                   whose GPUs are P2P only along a cycle), one per rank and communicator.
 //   ProgressThreads: progress threads started (coll/async_queue.h: one per communicator
@@ -106,6 +115,9 @@ enum class Counter : int {
   TopoIslands,
   TopoNoP2p,
   P2pProbeFailures,
+  P2pProbes,
+  P2pProbeCacheHits,
+  NicOrderedTopologies,
   NvlinkRings,
   ProgressThreads,
   AsyncEngineCalls,

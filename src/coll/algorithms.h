@@ -14,12 +14,14 @@ namespace gcoll {
 // Byte offsets into buffers.
 inline char *at(void *p, std::size_t off) { return static_cast<char *>(p) + off; }
 inline const char *at(const void *p, std::size_t off) { return static_cast<const char *>(p) + off; }
-// My position on the device engine's NVLink ring (Topology::ring; the *_nvring files).
-inline int ring_position(const Topology &t) {
+// The position of local rank `lr` (default: mine) on the device engine's NVLink ring
+// (Topology::ring; the *_nvring files).
+inline int ring_position(const Topology &t, int lr) {
   for (int i = 0; i < static_cast<int>(t.ring.size()); ++i)
-    if (t.ring[i] == t.local_rank) return i;
+    if (t.ring[i] == lr) return i;
   return 0;
 }
+inline int ring_position(const Topology &t) { return ring_position(t, t.local_rank); }
 // Elements of one pipeline chunk (CallContext::chunk_bytes), at least one.
 inline std::size_t chunk_elems(const CallContext &cx, std::size_t elem) { return cx.chunk_bytes / elem ? cx.chunk_bytes / elem : 1; }
 
@@ -105,5 +107,12 @@ Status reduce_scatter_block_hier(CallContext &cx, const CollArgs &a);  // rsb_hi
 // consecutive in the communicator, in local order (reduce_scatter_hier.cc).
 bool nodes_in_rank_order(const Topology &t);
 Status allgather_nvring(CallContext &cx, const CollArgs &a);
+// The rest of the engine's collectives along the ring (one file each, <coll>_nvring.cc):
+// reduce as a chain ending at the root, reduce_scatter through nvring_reduce_scatter with
+// the uneven blocks as segments, alltoall and allgatherv around the ring.
+Status reduce_nvring(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_nvring(CallContext &cx, const CollArgs &a);
+Status alltoall_nvring(CallContext &cx, const CollArgs &a);
+Status allgatherv_nvring(CallContext &cx, const CollArgs &a);
 
 }  // namespace gcoll

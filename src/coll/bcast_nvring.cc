@@ -13,9 +13,7 @@ Status bcast_nvring(CallContext &cx, const CollArgs &a) {
   const Topology &t = cx.topo;
   const int L = static_cast<int>(t.ring.size()), pos = ring_position(t);
   const int pred = t.ring[(pos + L - 1) % L];
-  int root_pos = 0;
-  for (int i = 0; i < L; ++i)
-    if (t.ring[i] == t.local_of[a.root]) root_pos = i;
+  const int root_pos = ring_position(t, t.local_of[a.root]);
   const long long d = ((pos - root_pos) % L + L) % L;  // my distance from the root
   const std::size_t bytes = a.bytes(), cap = cx.space->capacity();
   const long long chunks = static_cast<long long>((bytes + cap - 1) / cap);

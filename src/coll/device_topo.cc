@@ -5,10 +5,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 #include "base/config.h"
 #include "base/log.h"
+#include "base/stats.h"
 #include "boot/bootstrap.h"
 #include "cuda/device.h"
 #include "coll/tune.h"
@@ -24,6 +28,34 @@ constexpr std::size_t kBusBytes = 16;  // a bus id as exchanged ("0000:07:00.0" 
 constexpr std::size_t kSlot = 64;      // the probe's bytes per writer
 
 using Matrix = std::vector<std::vector<bool>>;
+
+// What this process knows of a pair of GPUs (its own, a peer's: bus ids), for the
+// process's life: a communicator created later over the same GPUs neither asks CUDA nor
+// probes again. Guarded: communicators may be created from several threads.
+struct PairFacts {
+  signed char verdict = -1;  // may_p2p: -1 not asked yet
+  signed char probe = -1;    // the data probe: -1 not run, 0 failed (for good), 1 passed
+};
+std::mutex g_pairs_mu;
+std::map<std::pair<std::string, std::string>, PairFacts> g_pairs;
+
+PairFacts pair_facts(const std::string &mine, const std::string &peer) {
+  std::lock_guard<std::mutex> lk(g_pairs_mu);
+  const auto it = g_pairs.find({mine, peer});
+  return it == g_pairs.end() ? PairFacts{} : it->second;
+}
+
+// Records what a discovery found (a failure is never overwritten by a later pass).
+void remember_pair(const std::string &mine, const std::string &peer, int verdict, int probe) {
+  std::lock_guard<std::mutex> lk(g_pairs_mu);
+  PairFacts &f = g_pairs[{mine, peer}];
+  if (verdict >= 0) f.verdict = static_cast<signed char>(verdict);
+  if (probe >= 0 && f.probe != 0) f.probe = static_cast<signed char>(probe);
+}
+
+// A rank's row of the verdict gather, per peer: its verdict and what it knows of the
+// pair's probe.
+constexpr unsigned char kMay = 1, kProbeKnown = 2, kProbePassed = 4;
 
 // The probe's pattern written by local rank w into owner o's slot for w.
 void pattern(int w, int o, unsigned char *out) {
@@ -212,62 +244,118 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
   // is reported once for the job at the device engine's setup agreement (base/log.h:
   // warn_shared), not by every rank when staging memory is placed later.
   if (!c.topo_dump_file.empty() || !c.topo_file.empty()) (void)topo::node_topology();
-  // 1. The ranks' GPUs.
-  char bus[kBusBytes] = {};
+  // 1. The ranks' GPUs, and (across nodes) each one's distance to a NIC (step 6).
+  struct Gpu {
+    char bus[kBusBytes];
+    int nic;
+  } mine{};
   {
     cuda::DeviceInfo di;
     if (ok(cuda::runtime().device_info(gpu, &di))) {
       const std::string b = topo::pci_bus_id_normalise(di.pci_bus_id);
-      std::snprintf(bus, sizeof bus, "%s", b.c_str());
+      std::snprintf(mine.bus, sizeof mine.bus, "%s", b.c_str());
     }
   }
-  out->gpu_bus_id = bus;
-  std::vector<char> buses(kBusBytes * n);
-  if (!ok(node.allgather(bus, kBusBytes, buses.data()))) return Status::ErrComm;
+  out->gpu_bus_id = mine.bus;
+  // (One node has no network: no order to choose, and no detection to start for it.)
+  mine.nic = host.num_nodes > 1 ? nic_distance(topo::node_topology(), out->gpu_bus_id) : 0;
+  std::vector<Gpu> gpus(n);
+  if (!ok(node.allgather(&mine, sizeof mine, gpus.data()))) return Status::ErrComm;
   std::vector<std::string> of(n);
-  for (int p = 0; p < n; ++p) of[p].assign(buses.data() + kBusBytes * p, strnlen(buses.data() + kBusBytes * p, kBusBytes));
-  // 2. Each rank's verdicts, gathered: a pair is P2P where both say so.
+  std::vector<int> nic(n);
+  for (int p = 0; p < n; ++p) {
+    of[p].assign(gpus[p].bus, strnlen(gpus[p].bus, kBusBytes));
+    nic[p] = gpus[p].nic;
+  }
+  // 2. Each rank's verdicts, gathered: a pair is P2P where both say so. With them, what
+  // each rank's process knows of the pair's probe (kept from earlier communicators).
   std::vector<unsigned char> row(n, 0), rows(static_cast<std::size_t>(n) * n);
-  for (int q = 0; q < n; ++q) row[q] = q == me || may_p2p(of[me], gpu, of[q]) ? 1 : 0;
+  for (int q = 0; q < n; ++q) {
+    if (q == me) {
+      row[q] = kMay;
+      continue;
+    }
+    if (of[me].empty() || of[q].empty() || of[me] == of[q]) {
+      row[q] = may_p2p(of[me], gpu, of[q]) ? kMay : 0;
+      continue;
+    }
+    PairFacts f = pair_facts(of[me], of[q]);
+    if (f.verdict < 0) {
+      f.verdict = may_p2p(of[me], gpu, of[q]) ? 1 : 0;
+      remember_pair(of[me], of[q], f.verdict, -1);
+    }
+    row[q] = static_cast<unsigned char>((f.verdict ? kMay : 0) | (f.probe >= 0 ? kProbeKnown : 0) |
+                                        (f.probe == 1 ? kProbePassed : 0));
+  }
   if (!ok(node.allgather(row.data(), n, rows.data()))) return Status::ErrComm;
+  const auto said = [&](int p, int q) { return rows[static_cast<std::size_t>(p) * n + q]; };
   Matrix same(n, std::vector<bool>(n, false)), p2p(n, std::vector<bool>(n, false)), nv(n, std::vector<bool>(n, false));
+  // to_probe: P2P pairs of distinct GPUs that one of the two processes has not probed;
+  // failed_before: pairs that one of them saw fail. Both from the gathered rows alone.
+  Matrix to_probe = same, failed_before = same;
   bool probe_needed = false;
   for (int p = 0; p < n; ++p)
     for (int q = 0; q < n; ++q) {
       same[p][q] = !of[p].empty() && of[p] == of[q];
-      p2p[p][q] = rows[static_cast<std::size_t>(p) * n + q] && rows[static_cast<std::size_t>(q) * n + p];
+      p2p[p][q] = (said(p, q) & kMay) && (said(q, p) & kMay);
       nv[p][q] = nvlink_pair(of[p], of[q]);
-      probe_needed = probe_needed || (p != q && !same[p][q] && p2p[p][q]);
+      if (p == q || same[p][q] || !p2p[p][q]) continue;
+      const bool known = (said(p, q) & kProbeKnown) && (said(q, p) & kProbeKnown);
+      failed_before[p][q] = ((said(p, q) & kProbeKnown) && !(said(p, q) & kProbePassed)) ||
+                            ((said(q, p) & kProbeKnown) && !(said(q, p) & kProbePassed));
+      to_probe[p][q] = c.p2p_check && !known;
+      probe_needed = probe_needed || to_probe[p][q];
     }
-  // 3. The data probe (rank-uniform: every rank saw the same gathered rows).
-  out->probe_failures = 0;
-  if (probe_needed && c.p2p_check) {
-    Matrix verified;
-    const Status st = probe(node, gpu, p2p, same, timeout_s > 0 ? timeout_s : 10.0, &verified);
+  // 3. The data probe of the pairs not known yet (rank-uniform: every rank saw the same
+  // gathered rows).
+  Matrix verified(n, std::vector<bool>(n, true));
+  if (probe_needed) {
+    const Status st = probe(node, gpu, to_probe, same, timeout_s > 0 ? timeout_s : 10.0, &verified);
     if (!ok(st)) return Status::ErrComm;
-    std::string failed;
-    for (int p = 0; p < n; ++p)
-      for (int q = p + 1; q < n; ++q) {
-        if (same[p][q] || !p2p[p][q]) continue;
-        if (verified[p][q] && verified[q][p]) continue;
-        p2p[p][q] = p2p[q][p] = false;
-        // Count each GPU pair once (ranks sharing GPUs repeat pairs).
-        bool seen = false;
-        for (int a = 0; a <= p && !seen; ++a)
-          for (int b = a + 1; b < n && !seen; ++b)
-            if ((a < p || b < q) && of[a] == of[p] && of[b] == of[q]) seen = true;
-        if (seen) continue;
-        ++out->probe_failures;
-        failed += (failed.empty() ? "" : ", ") + of[p] + " <-> " + of[q];
-      }
-    static std::atomic<bool> warned{false};
-    if (out->probe_failures && me == 0 && !warned.exchange(true))
-      GCOLL_WARN("P2P between GPUs %s is reported but did not carry data (a write through the peer's mapping never "
-                 "arrived: ACS or IOMMU settings, or a VM without real peer-to-peer); those GPUs exchange through "
-                 "host memory. GCOLL_P2P_CHECK=0 turns this check off; GCOLL_P2P_LEVEL/GCOLL_P2P_DISABLE restrict "
-                 "P2P.",
-                 failed.c_str());
   }
+  out->probe_failures = 0;
+  std::string failed;
+  bool failed_now = false;
+  for (int p = 0; p < n; ++p)
+    for (int q = p + 1; q < n; ++q) {
+      if (same[p][q] || !p2p[p][q]) continue;
+      const bool probed_bad = to_probe[p][q] && !(verified[p][q] && verified[q][p]);
+      if (!probed_bad && !failed_before[p][q]) continue;
+      p2p[p][q] = p2p[q][p] = false;
+      // Count each GPU pair once (ranks sharing GPUs repeat pairs).
+      bool seen = false;
+      for (int a = 0; a <= p && !seen; ++a)
+        for (int b = a + 1; b < n && !seen; ++b)
+          if ((a < p || b < q) && of[a] == of[p] && of[b] == of[q]) seen = true;
+      if (seen) continue;
+      ++out->probe_failures;
+      failed_now = failed_now || probed_bad;
+      failed += (failed.empty() ? "" : ", ") + of[p] + " <-> " + of[q];
+    }
+  // What my process learned of its pairs: the outcome of each probed pair (and a failure
+  // another process saw). Counted per peer GPU: probed now, or known to both processes.
+  {
+    std::vector<std::string> probed, hits;
+    for (int q = 0; q < n; ++q) {
+      if (q == me || same[me][q] || !(said(me, q) & kMay) || !(said(q, me) & kMay)) continue;
+      if (to_probe[me][q] || failed_before[me][q]) remember_pair(of[me], of[q], -1, p2p[me][q] ? 1 : 0);
+      if (!c.p2p_check) continue;
+      auto &list = to_probe[me][q] ? probed : hits;
+      if (std::find(list.begin(), list.end(), of[q]) == list.end()) list.push_back(of[q]);
+    }
+    out->probes = static_cast<int>(probed.size());
+    out->probe_cache_hits = static_cast<int>(hits.size());
+    if (out->probes) process_stats().count(Counter::P2pProbes, static_cast<std::uint64_t>(out->probes));
+    if (out->probe_cache_hits)
+      process_stats().count(Counter::P2pProbeCacheHits, static_cast<std::uint64_t>(out->probe_cache_hits));
+  }
+  static std::atomic<bool> warned{false};
+  if (failed_now && me == 0 && !warned.exchange(true))
+    GCOLL_WARN("P2P between GPUs %s is reported but did not carry data (a write through the peer's mapping never "
+               "arrived: ACS or IOMMU settings, or a VM without real peer-to-peer); those GPUs exchange through "
+               "host memory. GCOLL_P2P_CHECK=0 turns this check off; GCOLL_P2P_LEVEL/GCOLL_P2P_DISABLE restrict "
+               "P2P.",
+               failed.c_str());
   // 4. Islands; whether any node of the communicator has several.
   out->node = node_islands(same, p2p, nv);
   // 5. One node on its NVLink ring: the node's ranks found the same ring, and a
@@ -276,18 +364,56 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
   if (host.num_nodes == 1 && !out->node.ring.empty()) {
     out->ring = true;
     out->topo = std::make_unique<Topology>();
-    if (!ok(build_topology_islands(comm, host, 0, out->topo.get()))) return Status::ErrInternal;
+    if (!ok(build_topology_islands(comm, host, 0, 0, out->topo.get()))) return Status::ErrInternal;
     out->topo->ring = out->node.ring;
     return Status::Ok;
   }
+  // 6. Whether some island's ranks are not in the order of their distance to a NIC (every
+  // rank of the node saw the same distances; nic[] is 0 everywhere on one node).
+  bool reorder = false;
+  for (int i = 0; i < n && !reorder; ++i) {
+    if (out->node.island[i] != i) continue;  // i: an island's lowest local rank
+    std::vector<int> d;
+    for (int p = 0; p < n; ++p)
+      if (out->node.island[p] == i) d.push_back(nic[p]);
+    reorder = nic_order_differs(d);
+  }
   MpiBootstrap all(comm);
-  long long several = out->node.count > 1 ? 1 : 0;
-  if (!ok(all.max(&several, 1))) return Status::ErrComm;
-  out->split = several != 0;
+  long long several[2] = {out->node.count > 1 ? 1 : 0, reorder ? 1 : 0};
+  if (!ok(all.max(several, 2))) return Status::ErrComm;
+  out->nic_ordered = several[1] != 0;
+  out->split = several[0] != 0 || out->nic_ordered;
   if (!out->split) return Status::Ok;
   out->topo = std::make_unique<Topology>();
-  if (!ok(build_topology_islands(comm, host, out->node.island[me], out->topo.get()))) return Status::ErrInternal;
+  if (!ok(build_topology_islands(comm, host, out->node.island[me], nic[me], out->topo.get())))
+    return Status::ErrInternal;
+  if (out->nic_ordered) {
+    process_stats().count(Counter::NicOrderedTopologies);
+    const Topology &t = *out->topo;
+    if (t.local_rank == 0)
+      GCOLL_INFO("device engine: node %d's ranks go by distance to a NIC: it leads (communicator rank %d, %d of %d "
+                 "in rank order on its host node, %s to its nearest NIC); %d rail%s",
+                 t.node, t.rank, me, n,
+                 nic[me] > static_cast<int>(topo::PathClass::Sys)
+                     ? "no NIC"
+                     : topo::path_name(static_cast<topo::PathClass>(nic[me])),
+                 t.min_local, t.min_local == 1 ? "" : "s");
+  }
   return Status::Ok;
+}
+
+int nic_distance(const topo::NodeTopo &t, const std::string &gpu_bus_id) {
+  const int none = static_cast<int>(topo::PathClass::Sys) + 1;
+  const int g = t.gpu_index(gpu_bus_id);
+  if (g < 0) return none;
+  int best = none;
+  for (int k = 0; k < static_cast<int>(t.nics.size()); ++k)
+    best = std::min(best, static_cast<int>(topo::nic_path(t, g, k)));
+  return best;
+}
+
+bool nic_order_differs(const std::vector<int> &distance) {
+  return !std::is_sorted(distance.begin(), distance.end());
 }
 
 std::string rail_net_device() {
@@ -322,10 +448,9 @@ std::string rail_net_device() {
   return name;
 }
 
-std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
+NodeIslands model_node_islands(const topo::NodeTopo &t, int ranks, Topology *dt) {
   const Config &c = config();
   const int g = static_cast<int>(t.gpus.size());
-  if (g == 0 || ranks <= 0) return "device paths: no GPU in the topology\n";
   Matrix same(ranks, std::vector<bool>(ranks)), p2p(ranks, std::vector<bool>(ranks)), nv(ranks, std::vector<bool>(ranks));
   for (int p = 0; p < ranks; ++p)
     for (int q = 0; q < ranks; ++q) {
@@ -335,17 +460,53 @@ std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
                              !(c.p2p_check && topo::p2p_broken(t, a, b)));
       nv[p][q] = a != b && topo::gpu_path(t, a, b) == topo::PathClass::Nv;
     }
-  const NodeIslands isl = node_islands(same, p2p, nv);
+  NodeIslands isl = node_islands(same, p2p, nv);
+  compute_layout(isl.ring.empty() ? isl.island : std::vector<int>(ranks, 0), 0, dt);
+  dt->ring = isl.ring;
+  return isl;
+}
+
+std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
+  const Config &c = config();
+  const int g = static_cast<int>(t.gpus.size());
+  if (g == 0 || ranks <= 0) return "device paths: no GPU in the topology\n";
   Topology dt;
+  const NodeIslands isl = model_node_islands(t, ranks, &dt);
   const bool ring = !isl.ring.empty();
-  compute_layout(ring ? std::vector<int>(ranks, 0) : isl.island, 0, &dt);
-  dt.ring = isl.ring;
   std::string out = "device paths for " + std::to_string(ranks) + " ranks on this node: " +
                     topo::topo_class_name(isl.cls) + ", " + std::to_string(isl.count) + " P2P island" +
                     (isl.count == 1 ? "" : "s") +
                     (ring ? " (one node of the device engine along the NVLink ring)"
                           : isl.count > 1 ? " (each a node of the device engine; host memory between them)" : "") +
                     "\n";
+  // Step 6 across nodes: each island's ranks nearest a NIC first (the device engine's local
+  // rank 0 and rail 0 first), where the node has a NIC.
+  if (!t.nics.empty()) {
+    std::vector<int> dist(ranks);
+    for (int r = 0; r < ranks; ++r) dist[r] = nic_distance(t, t.gpus[r % g].bus_id);
+    out += "  between nodes, ranks nearest a NIC first (local rank 0, rail 0, ...):";
+    for (int i = 0; i < ranks; ++i) {
+      if (isl.island[i] != i) continue;
+      std::vector<int> order;
+      for (int r = 0; r < ranks; ++r)
+        if (isl.island[r] == i) order.push_back(r);
+      std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return dist[x] < dist[y]; });
+      std::string line;
+      for (int r : order)
+        line += std::string(line.empty() ? "" : ", ") + "rank " + std::to_string(r) + " (" +
+                (dist[r] > static_cast<int>(topo::PathClass::Sys) ? "no NIC"
+                                                                   : topo::path_name(static_cast<topo::PathClass>(dist[r]))) +
+                ")";
+      out += (isl.count > 1 ? "\n    island " + std::to_string(i) + ": " : " ") + line;
+    }
+    out += "\n";
+  }
+  // As the engine selects: the cost model's pick where the node has links for it.
+  CostLinks links;
+  {
+    Topology scratch;
+    (void)model_device_topology(t, ranks, &scratch, &links);
+  }
   const std::size_t sizes[] = {8, 64 << 10, 16 << 20};
   const char *size_names[] = {"8 B", "64 KiB", "16 MiB"};
   for (Coll coll : {Coll::Allreduce, Coll::Bcast, Coll::Allgather, Coll::Reduce_scatter_block}) {
@@ -360,6 +521,7 @@ std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
       a.count = sizes[k] / 4 ? sizes[k] / 4 : 1;
       a.fused = c.device_fused != FusedMode::Off && dt.num_nodes == 1;
       a.sendbuf = &a;  // not in place
+      a.model = links.valid == 1 ? &links : nullptr;
       const Algorithm *al = select_algorithm(user_tune_rules(), a, dt);
       line += std::string(k ? ", " : " ") + size_names[k] + " @" + (al ? al->name : "staged");
     }

@@ -8,7 +8,11 @@
 //      (cudaDeviceCanAccessPeer); a pair is P2P only where both of its ranks say so;
 //   3. GCOLL_P2P_CHECK: every P2P pair of distinct GPUs is verified with data (each rank
 //      writes a pattern through its peer's IPC mapping, the owner checks it, with a
-//      bounded wait); a pair that fails is treated as no P2P, with one warning;
+//      bounded wait); a pair that fails is treated as no P2P, with one warning. Verdicts
+//      and outcomes are kept per process for the pair of GPUs (bus ids): a later
+//      communicator probes only the pairs that one of the two ranks' processes has not
+//      probed yet (each rank says, in its gathered row, what it knows: the decision is the
+//      same on every rank), and a pair that failed once stays without P2P;
 //   4. the node's ranks are cut into islands (cliques of the P2P graph: inside one, every
 //      rank reads every other's memory): one island is today's device engine; several
 //      islands become the device engine's "nodes" (its own Topology: each island a node,
@@ -20,6 +24,13 @@
 //      device engine runs on the whole node along that ring (Topology::ring; the *_nvring
 //      algorithms: each rank reads only its predecessor's memory, and maps only its two
 //      ring neighbours'), never across a pair without NVLink and without host memory.
+//   6. across nodes, the ranks that talk to the network are the ones nearest a NIC: each
+//      rank's GPU's path class to its nearest NIC (PIX/PXB before PHB before NODE before
+//      SYS) is gathered with its bus id; where some node's ranks are not already in that
+//      order, the device engine runs on a topology of its own whose local ranks are
+//      (distance, communicator rank) (topo/topology.h: compute_layout's order key): local
+//      rank 0, which single-rail steps use, is nearest a NIC, and rail j joins each node's
+//      j-th nearest; ranks beyond the smallest node's size (no rail) are the farthest.
 // The outcome is agreed through the agreement path (boot/bootstrap.h): every rank of the
 // node sees the same gathered verdicts; whether any node has several islands is agreed
 // over the communicator.
@@ -56,13 +67,28 @@ NodeIslands node_islands(const std::vector<std::vector<bool>> &same_gpu, const s
 
 struct DeviceTopology {
   NodeIslands node;               // my node's
-  bool split = false;             // some node of the communicator has several islands
+  bool split = false;             // the device engine has a topology and rails of its own:
+                                  // some node has several islands, or (nic_ordered) some
+                                  // node's ranks are reordered by NIC distance
+  bool nic_ordered = false;       // step 6: some node's ranks are reordered
   bool ring = false;              // one node, on its NVLink ring (step 5 above)
-  std::unique_ptr<Topology> topo; // split: the device engine's topology (each island a node);
-                                  // ring: the node, with Topology::ring
-  int probe_failures = 0;         // GPU pairs of my node that failed the data probe
+  std::unique_ptr<Topology> topo; // split: the device engine's topology (each island a node,
+                                  // local ranks by NIC distance); ring: the node, with
+                                  // Topology::ring
+  int probe_failures = 0;         // GPU pairs of my node without P2P by the data probe
+                                  // (probed now, or by an earlier communicator)
+  int probes = 0;                 // peer GPUs my process probed now
+  int probe_cache_hits = 0;       // peer GPUs whose probe both processes had made before
   std::string gpu_bus_id;         // mine
 };
+
+// A GPU's distance to the network, for step 6: the path class (topo::PathClass, as an
+// int) to its nearest NIC; PathClass::Sys + 1 where the node has no NIC, or the GPU is
+// not in the topology. Smaller is nearer.
+int nic_distance(const topo::NodeTopo &t, const std::string &gpu_bus_id);
+
+// Whether local ranks ordered by (distance[r], r) differ from their own order (step 6).
+bool nic_order_differs(const std::vector<int> &distance);
 
 // Collective over `comm` (and its node communicator in `host`): the discovery above, for
 // this rank's GPU `gpu`. ErrComm when an agreement fails; other failures of this rank's
@@ -77,6 +103,13 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
 // NICs are a file's, not this machine's: only logged). One warning per process when the
 // nearest NIC is across the socket (SYS).
 std::string rail_net_device();
+
+// The islands (and NVLink ring) `ranks` ranks would find on the node topology `t` (local
+// rank r on GPU r % GPUs): the P2P verdicts from the model under the settings, a pair
+// marked broken as the data probe would find it; *dt is the device engine's layout (the
+// islands as nodes, or one node along the ring), without communicators. For gcoll_info and
+// the cost model's printout (no MPI). t must have a GPU and ranks > 0.
+NodeIslands model_node_islands(const topo::NodeTopo &t, int ranks, Topology *dt);
 
 // gcoll_info --topology: the path each collective would take on device buffers of
 // `bytes` sizes on this node topology, for `ranks` ranks (local rank r on GPU r % GPUs),

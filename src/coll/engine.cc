@@ -21,6 +21,7 @@
 #include "cuda/emulate.h"
 #include "net/device_channel.h"
 #include "net/transport.h"
+#include "topo/detect.h"
 
 namespace gcoll {
 
@@ -338,6 +339,19 @@ Status Engine::create_device_space(int gpu) {
     });
     direct_ok = device_net_vote(&why) ? 1 : 0;
   }
+  // The cost model's links (coll/cost_model.h): my GPU's view of my node, agreed below in
+  // the same exchange (min and max of each), so that every rank's model reads the same
+  // numbers and picks the same algorithm. Only where my node has several GPUs: the node
+  // topology detects at its first use, which ranks sharing one GPU never need. A failure
+  // here (allocation) is a vote against the model, never an exception before agreeing.
+  CostLinks links;
+  if (ok(st) && c.cost_model && dt.node.cls != topo::TopoClass::OneGpu)
+    (void)without_exceptions("cost model", [&] {
+      const topo::NodeTopo &nt = topo::node_topology();
+      links = gpu_cost_links(nt, nt.gpu_index(dt.gpu_bus_id), dt.node.cls, c.device_chunk_size,
+                             topo.num_nodes > 1 && c.ranks_per_node == 0);
+      return Status::Ok;
+    });
   // The minimum of each (as the maximum of the negated): set up everywhere, direct everywhere.
   if (!ok(st) && st != Status::NotSupported)
     warn_shared(SharedWarning::DeviceEngineSetup,
@@ -346,9 +360,18 @@ Status Engine::create_device_space(int gpu) {
   // rank has it.
   MPI_Comm dup = MPI_COMM_NULL;
   if (t.num_nodes > 1 && PMPI_Comm_dup(comm, &dup) != MPI_SUCCESS) dup = MPI_COMM_NULL;
-  long long neg[3] = {ok(st) ? -1 : 0, -direct_ok, dup != MPI_COMM_NULL ? -1 : 0};
+  constexpr int kLinks = CostLinks::kFields;
+  long long neg[3 + 2 * kLinks] = {ok(st) ? -1 : 0, -direct_ok, dup != MPI_COMM_NULL ? -1 : 0};
+  {
+    std::int64_t v[kLinks];
+    links.to(v);
+    for (int i = 0; i < kLinks; ++i) {  // max of each, and of its negation: the min
+      neg[3 + 2 * i] = static_cast<long long>(v[i]);
+      neg[4 + 2 * i] = -static_cast<long long>(v[i]);
+    }
+  }
   MpiBootstrap boot(comm);
-  if (!ok(agree_setup(boot, neg, 3))) {
+  if (!ok(agree_setup(boot, neg, 3 + 2 * kLinks))) {
     if (dup != MPI_COMM_NULL) PMPI_Comm_free(&dup);
     return Status::ErrComm;
   }
@@ -361,6 +384,27 @@ Status Engine::create_device_space(int gpu) {
   }
   device_topo = &t;
   device_host_rail = host_rail;
+  {
+    std::int64_t lo[kLinks], hi[kLinks];
+    for (int i = 0; i < kLinks; ++i) {
+      hi[i] = static_cast<std::int64_t>(neg[3 + 2 * i]);
+      lo[i] = -static_cast<std::int64_t>(neg[4 + 2 * i]);
+    }
+    CostLinks l, h;
+    l.from(lo);
+    h.from(hi);
+    const char *model_why = nullptr;  // (no allocation after the agreement: nothing here can split the ranks)
+    model_links = agree_cost_links(l, h, &model_why);
+    if (!model_links.valid && h.valid && topo.rank == 0)
+      GCOLL_INFO("cost model off on communicator #%llu: %s; the default rules choose",
+                 static_cast<unsigned long long>(id), model_why);
+    if (model_links.valid && topo.rank == 0)
+      GCOLL_INFO("cost model on communicator #%llu (docs/cost-model.md): NVLink %lld/%lld MB/s (all peers/one), PCIe "
+                 "%lld MB/s, sockets %lld MB/s, NIC %lld MB/s (the slowest rank's)",
+                 static_cast<unsigned long long>(id), static_cast<long long>(model_links.nv_all_mbps),
+                 static_cast<long long>(model_links.nv_pair_mbps), static_cast<long long>(model_links.pcie_mbps),
+                 static_cast<long long>(model_links.sys_mbps), static_cast<long long>(model_links.net_mbps));
+  }
   if (t.num_nodes > 1) {
     device_net = v[1] ? DeviceNet::Direct : DeviceNet::Pipelined;
     if (c.device_net == DeviceNetMode::Direct && !v[1] && topo.rank == 0)
@@ -382,7 +426,8 @@ Status Engine::create_device_space(int gpu) {
     GCOLL_INFO("device topology on communicator #%llu, node %d: GPU %s, %s, %d P2P island%s%s%s",
                static_cast<unsigned long long>(id), topo.node, dt.gpu_bus_id.empty() ? "?" : dt.gpu_bus_id.c_str(),
                topo::topo_class_name(dt.node.cls), dt.node.count, dt.node.count == 1 ? "" : "s",
-               dt.split ? " (the device engine's nodes are the islands)"
+               dt.split && dt.node.count == 1 && dt.nic_ordered ? " (the device engine's ranks go by distance to a NIC)"
+               : dt.split ? " (the device engine's nodes are the islands)"
                         : dt.ring ? " (the device engine runs along their NVLink ring)" : "",
                dt.probe_failures ? ", P2P probe failed on some pairs" : "");
   process_stats().count(topo_counter(dt.node.cls));
@@ -447,6 +492,7 @@ bool Engine::takes_async(const CollArgs &a, bool mpi) const {
   call.fused = a.mem == MemKind::Device && sp->can_fuse();
   call.time_sliced = a.mem == MemKind::Device && sp->time_sliced();
   call.reducible = !is_reduction(a.coll) || sp->can_reduce(a.dtype, a.op);
+  call.model = a.mem == MemKind::Device && model_links.valid ? &model_links : nullptr;
   const Algorithm *algo = select_algorithm(user_tune_rules(), call, *t);
   return algo && algo->run;
 }
@@ -462,6 +508,8 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   // algorithm's supports() before anything is published: the call is staged (device) or
   // given to the MPI (host), on every rank alike.
   call.reducible = !is_reduction(a.coll) || space->can_reduce(a.dtype, a.op);
+  // The model's links, agreed with the device space (rank-uniform).
+  call.model = a.mem == MemKind::Device && model_links.valid ? &model_links : nullptr;
   const Topology &t = *call_topo;
   const Algorithm *algo = select_algorithm(user_tune_rules(), call, t);
   if (!algo || !algo->run) return Status::NotSupported;  // no algorithm, or @staged: the caller stages it

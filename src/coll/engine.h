@@ -12,6 +12,7 @@
 
 #include "base/stats.h"
 #include "base/status.h"
+#include "coll/cost_model.h"
 #include "kernels/types.h"
 #include "topo/topology.h"
 
@@ -91,11 +92,15 @@ struct Engine {
   // itself where every node's GPUs are one P2P island; else its own, each island a node,
   // with its own rails (UCX between the islands of a node too: host memory).
   const Topology *device_topo = &topo;
-  std::unique_ptr<Topology> island_topo;        // device_topo when the islands split nodes
+  std::unique_ptr<Topology> island_topo;        // device_topo when the islands split nodes, when ranks are
+                                                // reordered by distance to a NIC, or on the NVLink ring
   std::unique_ptr<net::Channel> island_rail;    // host-memory rail channel of island_topo
   ucx::Group *island_rail_group = nullptr;
   net::Channel *device_host_rail = nullptr;     // the host-memory channel under device_rail
   int device_class = -1;                        // topo::TopoClass of my node's GPUs (stats, logs)
+  // The cost model's links (coll/cost_model.h), agreed with the device space; valid = 0
+  // where the model is off for this communicator (one GPU per node, ranks that disagree).
+  CostLinks model_links;
   net::Channel *channel = nullptr;   // the current call's rail channel (rail or device_rail)
   const Topology *call_topo = &topo; // the current call's topology (topo or *device_topo)
   net::Channel *call_host_rail = nullptr;  // the host-memory channel of the current call (byte counts)
@@ -148,6 +153,9 @@ struct CollArgs {
   bool fused = false;             // device: the node's device space runs fused ops (set by Engine::run)
   bool time_sliced = false;       // device: ranks share a GPU without MPS (set by Engine::run)
   bool reducible = true;          // reductions: the space's kernels take (dtype, op) (set by Engine::run)
+  // device: the node's links as every rank agreed them at the device space's setup, for
+  // the cost model's choice (coll/cost_model.h); nullptr: no model (set by Engine::run).
+  const CostLinks *model = nullptr;
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };
 

@@ -52,9 +52,14 @@ bool rsb_allreduce(const CollArgs &a, const Topology &t) {
 bool rsb_twoshot(const CollArgs &a, const Topology &t) { return device_one_node(a, t) && a.sendbuf != nullptr; }
 
 // reduce, reduce_scatter, alltoall (issue 23): device buffers on one node, zero-copy.
-// reduce_scatter and alltoall not in place (rank-uniform: MPI_IN_PLACE on all ranks or
-// none): a rank's input would be overwritten while peers still read it.
+// reduce_scatter not in place (rank-uniform: MPI_IN_PLACE on all ranks or none): a rank's
+// result would overwrite input that peers still read, and without a scratch (a space that
+// fuses has none) it could not keep the rest of its buffer as it was. Alltoall in place
+// only where the space has no banks (it fuses: @hier cannot take it there).
 bool not_in_place(const CollArgs &a, const Topology &t) { return device_one_node(a, t) && a.sendbuf != nullptr; }
+bool alltoall_direct_ok(const CollArgs &a, const Topology &t) {
+  return device_one_node(a, t) && (a.sendbuf != nullptr || !banks(a, t));
+}
 
 // reduce_scatter @hier: in place only where the input's order is the algorithm's
 // (reduce_scatter_hier.cc); both in place and the topology are rank-uniform.
@@ -133,6 +138,9 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node: each rank copies every peer's block out of its send buffer (in place: its "
        "block of the receive buffer) into its own receive buffer (CUDA IPC)",
        device_one_node, allgatherv_direct},
+      {Coll::Allgatherv, "nvring",
+       "device buffers on one node along its NVLink ring: every (uneven) block around the ring, a bank at a time",
+       device_ring, allgatherv_nvring},
       {Coll::Allgatherv, "staged", "device buffers: copied to pinned host memory for the MPI's own allgatherv",
        device_any, nullptr},
       {Coll::Reduce_scatter_block, "node",
@@ -165,6 +173,10 @@ const std::vector<Algorithm> &algorithms() {
        "each node reduces its ranks' input through the banks, a slice per rail; binomial reduce of the slices "
        "along the rails toward the root's node; the root collects them",
        banks, reduce_hier},
+      {Coll::Reduce, "nvring",
+       "device buffers on one node along its NVLink ring: a chain ending at the root, each rank adding its input to "
+       "its predecessor's partial sum, pipelined a bank at a time",
+       device_ring, reduce_nvring},
       {Coll::Reduce, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce", device_any,
        nullptr},
       {Coll::Reduce_scatter, "direct",
@@ -175,16 +187,24 @@ const std::vector<Algorithm> &algorithms() {
        "each node reduces the input through the banks, a slice per rail; ring reduce-scatter along the rails with "
        "the nodes' blocks as segments; each rank collects its block from its node's rail ranks",
        rs_hier, reduce_scatter_hier},
+      {Coll::Reduce_scatter, "nvring",
+       "device buffers on one node along its NVLink ring: the ring reduce-scatter with the (uneven) blocks as "
+       "segments",
+       device_ring, reduce_scatter_nvring},
       {Coll::Reduce_scatter, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce_scatter",
        device_any, nullptr},
       {Coll::Alltoall, "direct",
-       "device buffers on one node, not in place: each rank copies its block out of every peer's send buffer "
-       "(CUDA IPC)",
-       not_in_place, alltoall_direct},
+       "device buffers on one node: each rank copies its block out of every peer's send buffer (CUDA IPC); in "
+       "place (a space that fuses) each pair of blocks swapped by three XORs",
+       alltoall_direct_ok, alltoall_direct},
       {Coll::Alltoall, "hier",
        "a chunk of every block through the node's banks; rail j carries its node's blocks for the ranks j, j+L_min, "
        "... of every other node, pairwise between nodes",
        alltoall_banks, alltoall_hier},
+      {Coll::Alltoall, "nvring",
+       "device buffers on one node along its NVLink ring: every block around the ring from its sender to its "
+       "receiver, a piece of each per round",
+       device_ring, alltoall_nvring},
       {Coll::Alltoall, "staged", "device buffers: copied to pinned host memory for the MPI's own alltoall", device_any,
        nullptr},
   };

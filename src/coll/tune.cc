@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/config.h"
+#include "coll/cost_model.h"
 
 namespace gcoll {
 
@@ -16,6 +17,7 @@ namespace gcoll {
 // there) the *_nvring algorithms, whatever the size.
 const char *const kDefaultTune =
     "allreduce:0-inf:@nvring,bcast:0-inf:@nvring,allgather:0-inf:@nvring,reduce_scatter_block:0-inf:@nvring,"
+    "reduce:0-inf:@nvring,reduce_scatter:0-inf:@nvring,alltoall:0-inf:@nvring,allgatherv:0-inf:@nvring,"
     "allreduce:0-4M:@fused,allreduce:0-16K:@oneshot,allreduce:16K-inf:@twoshot,allreduce:4M-inf:@fused,"
     "allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,allreduce:0-inf:@staged,"
     "bcast:0-inf:@fused,bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
@@ -161,7 +163,9 @@ std::string describe_algorithms(const std::string &user_tune) {
   }
   // The rules per collective, in the order they are tried (the first whose algorithm
   // supports the call wins; then any algorithm of the collective that supports it).
-  o << "selection, per collective, in the order tried (GCOLL_TUNE's rules come first):\n";
+  o << "selection, per collective, in the order tried (GCOLL_TUNE's rules come first; device buffers on nodes of "
+       "several GPUs take the cost model's pick before the rules for every call: GCOLL_COST_MODEL, "
+       "docs/cost-model.md, gcoll_info --topology):\n";
   for (int c = 0; c < kBlockingColls; ++c) {
     const Coll coll = static_cast<Coll>(c);
     std::string ts, def;
@@ -198,6 +202,10 @@ const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollA
   if (const Algorithm *x = first_match(user, a, t)) return x;
   if (a.time_sliced && !a.fused)
     if (const Algorithm *x = first_match(time_sliced_rules(), a, t)) return x;
+  // Device buffers on nodes of several GPUs: the cost model's pick (its links agreed by
+  // every rank with the device space, Engine::model_links; host buffers never have them).
+  if (a.mem == MemKind::Device && a.model)
+    if (const Algorithm *x = model_pick(a, t, *a.model)) return x;
   if (const Algorithm *x = first_match(default_rules(), a, t)) return x;
   // Sizes no rule covers: any algorithm of the collective that supports the call.
   for (const auto &algo : algorithms())

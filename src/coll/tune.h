@@ -6,7 +6,8 @@
 //     lo, hi := size (4096, 64K, 1M, ...) | inf        message bytes in [lo, hi)
 // Message bytes: allreduce and bcast count x type size; allgather the per-rank block.
 // User rules come first; the first rule that matches the size and whose algorithm
-// supports the call wins, then the default rules. An invalid GCOLL_TUNE is reported and
+// supports the call wins, then (device buffers on nodes of several GPUs) the cost model's
+// pick, then the default rules. An invalid GCOLL_TUNE is reported and
 // ignored whole, never half-applied.
 #pragma once
 
@@ -43,7 +44,9 @@ std::string describe_algorithms(const std::string &user_tune);
 const std::vector<TuneRule> &user_tune_rules();
 const std::string &user_tune_error();
 
-// The algorithm for a call: user rules, then defaults. nullptr: none supports it.
+// The algorithm for a call: user rules; on GPUs shared without MPS their rules; for device
+// buffers with the cost model's links (CollArgs::model: nodes of several GPUs) the model's
+// pick (coll/cost_model.h); then defaults. nullptr: none supports it.
 const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t);
 
 }  // namespace gcoll

@@ -15,7 +15,7 @@ Topology::~Topology() {
   if (rail_comm != MPI_COMM_NULL) PMPI_Comm_free(&rail_comm);
 }
 
-void compute_layout(const std::vector<int> &node_key, int my_rank, Topology *t) {
+void compute_layout(const std::vector<int> &node_key, int my_rank, Topology *t, const std::vector<int> *order_key) {
   const int n = static_cast<int>(node_key.size());
   t->size = n;
   t->rank = my_rank;
@@ -31,9 +31,14 @@ void compute_layout(const std::vector<int> &node_key, int my_rank, Topology *t) 
       t->members.emplace_back();
     }
     t->node_of[r] = it->second;
-    t->local_of[r] = static_cast<int>(t->members[it->second].size());
     t->members[it->second].push_back(r);
   }
+  // Inside a node: comm rank order, or (order key, comm rank) (stable: ties keep rank order).
+  if (order_key)
+    for (auto &m : t->members)
+      std::stable_sort(m.begin(), m.end(), [&](int x, int y) { return (*order_key)[x] < (*order_key)[y]; });
+  for (const auto &m : t->members)
+    for (std::size_t i = 0; i < m.size(); ++i) t->local_of[m[i]] = static_cast<int>(i);
   t->num_nodes = static_cast<int>(t->members.size());
   t->node = t->node_of[my_rank];
   t->local_rank = t->local_of[my_rank];
@@ -74,19 +79,22 @@ Status build_topology(MPI_Comm comm, int ranks_per_node, Topology *t) {
   return Status::Ok;
 }
 
-Status build_topology_islands(MPI_Comm comm, const Topology &host, int island, Topology *t) {
-  MPI_Comm node = MPI_COMM_NULL;
-  if (PMPI_Comm_split(host.node_comm, island, host.local_rank, &node) != MPI_SUCCESS) return Status::ErrInternal;
+Status build_topology_islands(MPI_Comm comm, const Topology &host, int island, int order, Topology *t) {
   // Node key: the island's lowest communicator rank (its members by local rank, so the
-  // lowest local rank of the island: `island` itself).
-  int key = host.members[host.node][island];
-  std::vector<int> keys(host.size);
+  // lowest local rank of the island: `island` itself); with each rank's order key.
+  const int mine[2] = {host.members[host.node][island], order};
+  std::vector<int> both(2 * static_cast<std::size_t>(host.size));
   MpiBootstrap comm_boot(comm, false);
-  if (!ok(comm_boot.allgather(&key, sizeof key, keys.data()))) {
-    PMPI_Comm_free(&node);
-    return Status::ErrInternal;
+  if (!ok(comm_boot.allgather(mine, sizeof mine, both.data()))) return Status::ErrInternal;
+  std::vector<int> keys(host.size), orders(host.size);
+  for (int r = 0; r < host.size; ++r) {
+    keys[r] = both[2 * static_cast<std::size_t>(r)];
+    orders[r] = both[2 * static_cast<std::size_t>(r) + 1];
   }
-  compute_layout(keys, host.rank, t);
+  compute_layout(keys, host.rank, t, &orders);
+  // The node communicator in the new local order (the memory spaces number peers by it).
+  MPI_Comm node = MPI_COMM_NULL;
+  if (PMPI_Comm_split(host.node_comm, island, t->local_rank, &node) != MPI_SUCCESS) return Status::ErrInternal;
   t->node_comm = node;
   const int color = t->has_rail() ? t->local_rank : MPI_UNDEFINED;
   if (PMPI_Comm_split(comm, color, t->node, &t->rail_comm) != MPI_SUCCESS) return Status::ErrInternal;

@@ -2,7 +2,10 @@
 // GCOLL_RANKS_PER_NODE), the node communicator, and the rails.
 //
 // Nodes are numbered by their lowest communicator rank, local ranks by communicator rank
-// order inside the node, so every rank computes the same layout.
+// order inside the node (the host engine's), or by (order key, communicator rank) where an
+// order key is given (the device engine's: its GPU's distance to a NIC, coll/device_topo.h,
+// so that local rank 0 and rail 0 are nearest the network); every rank computes the same
+// layout from the same gathered keys.
 //
 // Rails and uneven nodes: with L_min = the smallest node's size, rail j (j < L_min) is
 // the communicator of local rank j of every node (rail rank = node index). Every node has
@@ -50,15 +53,17 @@ struct Topology {
 // is cut into virtual nodes of k consecutive local ranks (the last may be smaller).
 Status build_topology(MPI_Comm comm, int ranks_per_node, Topology *out);
 
-// The device engine's topology where a node's GPUs form several P2P islands
-// (coll/device_topo.h): each island of `host`'s nodes is a node of its own. `island`: my
-// island's id inside my node (the same for every rank of the island). Collective over
-// `comm`.
-Status build_topology_islands(MPI_Comm comm, const Topology &host, int island, Topology *out);
+// The device engine's topology where a node's GPUs form several P2P islands, or where
+// its ranks are put in another order (coll/device_topo.h): each island of `host`'s nodes
+// is a node of its own (island 0 everywhere: the host's nodes), its ranks by (order,
+// communicator rank). `island`: my island's id inside my node (the same for every rank of
+// the island); `order`: my order key. Collective over `comm`.
+Status build_topology_islands(MPI_Comm comm, const Topology &host, int island, int order, Topology *out);
 
-// Pure layout computation from each rank's (node key, order key), for tests:
-// node_key identifies the node (equal keys = same node); ranks of a node are ordered by
-// comm rank. Fills everything but the communicators.
-void compute_layout(const std::vector<int> &node_key, int my_rank, Topology *t);
+// Pure layout computation from each rank's node key (equal keys = same node) and, where
+// given, order key (nullptr: ranks of a node by comm rank; else by (order key, comm
+// rank)), for tests. Fills everything but the communicators.
+void compute_layout(const std::vector<int> &node_key, int my_rank, Topology *t,
+                    const std::vector<int> *order_key = nullptr);
 
 }  // namespace gcoll

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "coll/device_topo.h"
+#include "topo_files.h"
 
 namespace gcoll {
 namespace {
@@ -140,6 +141,109 @@ TEST(DeviceTopo, RingAvoidsABrokenPair) {
          [](int, int) { return true; });
   const NodeIslands r = node_islands(n.same, n.p2p, n.nv);
   expect_ring_along_nvlink(n, r.ring);
+}
+
+// Step 6: each GPU's distance to its nearest NIC (path class), from a topology file.
+TEST(DeviceTopoNic, DistanceToTheNearestNic) {
+  using topo::PathClass;
+  const int pix = static_cast<int>(PathClass::Pix), node = static_cast<int>(PathClass::Node),
+            sys = static_cast<int>(PathClass::Sys);
+  const topo::NodeTopo vm = topo::load("vm_host_bridges.xml");  // NIC1 on socket 0 only
+  ASSERT_EQ(vm.gpus.size(), 4u);
+  EXPECT_EQ(nic_distance(vm, vm.gpus[0].bus_id), node);
+  EXPECT_EQ(nic_distance(vm, vm.gpus[1].bus_id), node);
+  EXPECT_EQ(nic_distance(vm, vm.gpus[2].bus_id), sys);
+  EXPECT_EQ(nic_distance(vm, vm.gpus[3].bus_id), sys);
+  const topo::NodeTopo far = topo::load("nic_far4.xml");
+  ASSERT_EQ(far.gpus.size(), 4u);
+  EXPECT_EQ(nic_distance(far, far.gpus[0].bus_id), node);
+  EXPECT_EQ(nic_distance(far, far.gpus[1].bus_id), pix);
+  EXPECT_EQ(nic_distance(far, far.gpus[3].bus_id), pix);
+  const topo::NodeTopo hgx = topo::load("hgx_h100.xml");  // a NIC under every GPU's switch
+  for (const auto &g : hgx.gpus) EXPECT_EQ(nic_distance(hgx, g.bus_id), pix) << g.bus_id;
+  EXPECT_EQ(nic_distance(hgx, "0000:ff:00.0"), sys + 1);  // not in the topology
+  topo::NodeTopo none = hgx;
+  none.nics.clear();
+  EXPECT_EQ(nic_distance(none, hgx.gpus[0].bus_id), sys + 1);
+}
+
+// Two nodes of vm_host_bridges' machine, 4 ranks each, whose lowest ranks sit on the GPUs
+// across the socket from the NIC: the device engine's layout puts the NIC's side first, so
+// local rank 0 (the single-rail steps' rank) is nearest the NIC on both nodes and rail j
+// joins each node's j-th nearest, whatever the nodes' own orders.
+TEST(DeviceTopoNic, LeadersAndRailsByNicDistance) {
+  const topo::NodeTopo vm = topo::load("vm_host_bridges.xml");
+  ASSERT_EQ(vm.gpus.size(), 4u);
+  const std::vector<int> gpu_of = {3, 2, 1, 0, 2, 0, 3, 1};  // comm rank -> GPU
+  const std::vector<int> node_key = {0, 0, 0, 0, 4, 4, 4, 4};
+  std::vector<int> dist(8);
+  for (int r = 0; r < 8; ++r) dist[r] = nic_distance(vm, vm.gpus[gpu_of[r]].bus_id);
+  EXPECT_TRUE(nic_order_differs({dist[0], dist[1], dist[2], dist[3]}));
+  EXPECT_TRUE(nic_order_differs({dist[4], dist[5], dist[6], dist[7]}));
+  // Every rank computes the same layout from the same gathered keys.
+  for (int me = 0; me < 8; ++me) {
+    Topology t;
+    compute_layout(node_key, me, &t, &dist);
+    ASSERT_EQ(t.num_nodes, 2);
+    EXPECT_EQ(t.members[0], (std::vector<int>{2, 3, 0, 1})) << me;  // GPUs 1, 0 (NODE) first
+    EXPECT_EQ(t.members[1], (std::vector<int>{5, 7, 4, 6})) << me;  // GPUs 0, 1, then 2, 3
+    EXPECT_EQ(t.members[t.node_of[me]][t.local_of[me]], me);
+    EXPECT_EQ(t.local_rank, t.local_of[me]);
+  }
+  Topology t;
+  compute_layout(node_key, 2, &t, &dist);
+  EXPECT_EQ(t.local_rank, 0);  // node 0's leader: comm rank 2, not 0
+  EXPECT_TRUE(t.has_rail());
+  // Rail j: the j-th nearest of each node (rail rank = node index).
+  for (int j = 0; j < t.min_local; ++j)
+    EXPECT_EQ(dist[t.members[0][j]], dist[t.members[1][j]]) << "rail " << j;
+  // Without order keys (the host engine's layout): comm rank order, rank 0 leads.
+  Topology h;
+  compute_layout(node_key, 0, &h);
+  EXPECT_EQ(h.members[0], (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(h.local_rank, 0);
+}
+
+// gcoll_info --topology's device paths say which ranks lead between nodes (nic_far4.xml:
+// NICs by GPU1 and GPU3), per island where there are several.
+TEST(DeviceTopoNic, InfoTextShowsTheOrder) {
+  const std::string far = device_paths_text(topo::load("nic_far4.xml"), 4);
+  EXPECT_NE(far.find("ranks nearest a NIC first (local rank 0, rail 0, ...): rank 1 (PIX), rank 3 (PIX), rank 0 "
+                     "(NODE), rank 2 (NODE)\n"),
+            std::string::npos)
+      << far;
+  const std::string vm = device_paths_text(topo::load("vm_host_bridges.xml"), 4);
+  EXPECT_NE(vm.find("    island 3: rank 3 (SYS)\n"), std::string::npos) << vm;
+}
+
+// Uneven nodes: the ranks without a rail (local rank >= the smallest node's size) are
+// each node's farthest from a NIC; ties keep communicator rank order, so a machine whose
+// GPUs are all as near (hgx_h100: a NIC on every GPU's switch) keeps its ranks' order.
+TEST(DeviceTopoNic, RanksWithoutARailAreTheFarthest) {
+  const topo::NodeTopo vm = topo::load("vm_host_bridges.xml");
+  const std::vector<int> gpu_of = {2, 3, 0, 3, 1};  // nodes {0, 1, 2} and {3, 4}
+  const std::vector<int> node_key = {0, 0, 0, 3, 3};
+  std::vector<int> dist(5);
+  for (int r = 0; r < 5; ++r) dist[r] = nic_distance(vm, vm.gpus[gpu_of[r]].bus_id);
+  Topology t;
+  compute_layout(node_key, 0, &t, &dist);
+  EXPECT_EQ(t.min_local, 2);
+  EXPECT_EQ(t.members[0], (std::vector<int>{2, 0, 1}));
+  EXPECT_EQ(t.members[1], (std::vector<int>{4, 3}));
+  EXPECT_TRUE(t.has_rail());  // comm rank 0 (GPU2, across the socket): rail 1
+  Topology t1;
+  compute_layout(node_key, 1, &t1, &dist);
+  EXPECT_FALSE(t1.has_rail());  // comm rank 1 (GPU3, across the socket too, a higher rank)
+  Topology t2;
+  compute_layout(node_key, 2, &t2, &dist);
+  EXPECT_EQ(t2.local_rank, 0);  // GPU0, the NIC's side
+  const topo::NodeTopo hgx = topo::load("hgx_h100.xml");
+  std::vector<int> same(8);
+  for (int r = 0; r < 8; ++r) same[r] = nic_distance(hgx, hgx.gpus[7 - r].bus_id);
+  EXPECT_FALSE(nic_order_differs(same));
+  Topology u;
+  compute_layout(std::vector<int>(8, 0), 5, &u, &same);
+  EXPECT_EQ(u.members[0], (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 }  // namespace

@@ -510,6 +510,71 @@ TEST(Tune, FusedAndTimeSlicedDeviceSelection) {
   EXPECT_STRNE(select_algorithm(user, a, one)->name, "staged");
 }
 
+// Issue 31 item 2: on a node's NVLink ring (Topology::ring) every one of the engine's eight
+// collectives runs @nvring on device buffers, in place and not, at every size (the others
+// read peers the ring's space does not map); never on host memory nor across nodes. On a
+// space that fuses (no banks) alltoall in place runs @direct; reduce_scatter(_block) in
+// place are still staged there (no scratch: docs/engine.md).
+TEST(Tune, NvringTakesEveryEngineCollectiveOnTheRing) {
+  Topology ring;
+  ring.num_nodes = 1;
+  ring.size = ring.local_size = 4;
+  ring.ring = {0, 1, 3, 2};
+  const Coll colls[] = {Coll::Allreduce, Coll::Bcast,  Coll::Allgather,      Coll::Allgatherv,
+                        Coll::Reduce,    Coll::Reduce_scatter_block, Coll::Reduce_scatter, Coll::Alltoall};
+  const int counts[4] = {3, 0, 5, 1};
+  const std::size_t bytes[4] = {3, 0, 5, 1}, offsets[4] = {0, 3, 3, 8};
+  for (Coll c : colls)
+    for (bool in_place : {false, true})
+      for (std::size_t count : {std::size_t{0}, std::size_t{8}, std::size_t{1} << 26}) {
+        CollArgs a;
+        a.coll = c;
+        a.mem = MemKind::Device;
+        a.zero_copy = true;
+        a.sendbuf = in_place ? nullptr : &a;
+        a.count = count;
+        a.counts = counts;
+        a.block_bytes = bytes;
+        a.block_offsets = offsets;
+        EXPECT_STREQ(select_algorithm({}, a, ring)->name, "nvring") << coll_name(c) << " " << in_place << " " << count;
+        a.mem = MemKind::Host;  // (the host algorithms need more of the topology: none, or not nvring)
+        const Algorithm *h = select_algorithm({}, a, ring);
+        EXPECT_TRUE(!h || std::strcmp(h->name, "nvring") != 0) << coll_name(c);
+      }
+  Topology two;
+  two.num_nodes = 2;
+  two.size = 4;
+  two.local_size = 2;
+  two.ring = {0, 1};  // (never made across nodes; were it, no @nvring)
+  CollArgs a;
+  a.coll = Coll::Reduce;
+  a.mem = MemKind::Device;
+  a.sendbuf = &a;
+  a.count = 8;
+  const Algorithm *x = select_algorithm({}, a, two);
+  EXPECT_TRUE(!x || std::strcmp(x->name, "nvring") != 0);
+  // A space that fuses, one node without a ring.
+  Topology one;
+  one.num_nodes = 1;
+  one.size = one.local_size = 4;
+  a = CollArgs();
+  a.mem = MemKind::Device;
+  a.zero_copy = true;
+  a.fused = true;
+  a.count = 64;
+  a.counts = counts;
+  for (Coll c : {Coll::Alltoall, Coll::Reduce_scatter, Coll::Reduce_scatter_block}) {
+    a.coll = c;
+    a.sendbuf = &a;
+    EXPECT_STRNE(select_algorithm({}, a, one)->name, "staged") << coll_name(c);
+    a.sendbuf = nullptr;
+    EXPECT_STREQ(select_algorithm({}, a, one)->name, c == Coll::Alltoall ? "direct" : "staged") << coll_name(c);
+  }
+  a.fused = false;  // banks: in place through them
+  a.coll = Coll::Alltoall;
+  EXPECT_STREQ(select_algorithm({}, a, one)->name, "hier");
+}
+
 // gpu.stats.engine.* expects engine calls of every collective with engine algorithms, also
 // on a GPU that ranks share without MPS (time-sliced: small device calls staged). Its
 // program (mpi_tests/gpu/gpu_stats.c) makes one large call of each for that: those sizes

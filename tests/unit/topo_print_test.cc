@@ -34,6 +34,7 @@ const Golden kGolden[] = {
     {"dgx1_noring4.xml", "", 1, 0},    {"pcie_2socket.xml", "", 1, 0},       {"cloud_vm_nop2p.xml", "", 1, 0},
     {"broken4.xml", "", 1, 0},         {"nic_every_cpu.xml", "", 1, 0},      {"pcie16_unordered.xml", "", 1, 0},
     {"dgx_a100_nvswitch.xml", "", 1, 0}, {"vm_host_bridges.xml", "", 1, 0}, {"no_gpu.xml", "", 1, 0},
+    {"nic_far4.xml", "", 1, 0},
 };
 
 std::string golden_path(const Golden &g) {

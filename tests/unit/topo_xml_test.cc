@@ -21,7 +21,7 @@ const std::vector<std::string> kFiles = {"one_gpu.xml",       "hgx_h100.xml",   
                                          "dgx1_ring4.xml",    "dgx1_noring4.xml",     "pcie_2socket.xml",
                                          "cloud_vm_nop2p.xml", "broken4.xml",          "nic_every_cpu.xml",
                                          "pcie16_unordered.xml", "dgx_a100_nvswitch.xml", "vm_host_bridges.xml",
-                                         "no_gpu.xml"};
+                                         "no_gpu.xml",        "nic_far4.xml"};
 
 NodeTopo parse(const std::string &text) {
   NodeTopo t;
@@ -109,7 +109,9 @@ TEST(TopoXml, EveryFileIsListedAndReads) {
                 {"cloud_vm_nop2p.xml", 1, 4, 1}, {"broken4.xml", 1, 4, 2},
                 // NCCL's dumps of issue 31: repeated NICs are one NIC each.
                 {"nic_every_cpu.xml", 2, 4, 4},  {"pcie16_unordered.xml", 2, 16, 2}, {"dgx_a100_nvswitch.xml", 4, 8, 4},
-                {"vm_host_bridges.xml", 2, 4, 2}, {"no_gpu.xml", 1, 0, 1}};
+                {"vm_host_bridges.xml", 2, 4, 2}, {"no_gpu.xml", 1, 0, 1},
+                // broken4's board with its NICs by GPU1 and GPU3 (leaders by NIC).
+                {"nic_far4.xml", 1, 4, 2}};
   for (const Count &c : counts) {
     const NodeTopo t = load(c.file);
     EXPECT_EQ(t.numa.size(), c.numa) << c.file;
