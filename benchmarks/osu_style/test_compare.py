@@ -129,6 +129,12 @@ def check_json_results(bench, out, stdout, nonblocking):
     table = [l for l in stdout.splitlines() if l[:1].isdigit() or l.startswith("Size")]
     if again.returncode != 0 or [l for l in again.stdout.splitlines() if l[:1].isdigit() or l.startswith("Size")] != table:
         return "%s: --replot printed another table (exit %d):\n%s" % (bench, again.returncode, again.stdout)
+    table = subprocess.run([sys.executable, os.path.join(HERE, "ratio_table.py"), "--markdown",
+                            os.path.join(out, "compare.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    lines = [l for l in table.stdout.splitlines() if l.startswith("| " + bench[len("osu_"):] + " |")]
+    if table.returncode != 0 or len(lines) != len(SIZES):
+        return "%s: ratio_table.py: exit %d, %d rows:\n%s" % (bench, table.returncode, len(lines), table.stdout)
     return None
 
 
