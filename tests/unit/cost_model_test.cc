@@ -254,23 +254,12 @@ TEST(CostModel, AnyNameGetsARule) {
 }
 
 TEST(CostModel, GoldenText) {
-  const char *update = std::getenv("GCOLL_UPDATE_GOLDEN");
-  const bool write = update != nullptr && std::string(update) == "1";
   for (const char *file : kMachines) {
     const topo::NodeTopo t = load(file);
-    const std::string text = cost_model_text(t, static_cast<int>(t.gpus.size()));
     std::string stem = file;
     stem = stem.substr(0, stem.rfind(".xml"));
-    const std::string path = std::string(GCOLL_TOPO_DIR) + "/golden/" + stem + ".model.txt";
-    if (write) {
-      std::ofstream(path) << text;
-      continue;
-    }
-    std::ifstream in(path);
-    ASSERT_TRUE(in.good()) << path << " missing (GCOLL_UPDATE_GOLDEN=1 writes it)";
-    std::stringstream want;
-    want << in.rdbuf();
-    EXPECT_EQ(text, want.str()) << path << " differs (GCOLL_UPDATE_GOLDEN=1 rewrites it)";
+    topo::expect_golden(std::string(GCOLL_TOPO_DIR) + "/golden/" + stem + ".model.txt",
+                        cost_model_text(t, static_cast<int>(t.gpus.size())));
   }
   EXPECT_NE(cost_model_text(load("one_gpu.xml"), 4).find("cost model: not used (one-gpu)"), std::string::npos);
 }

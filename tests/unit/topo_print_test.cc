@@ -53,37 +53,8 @@ std::string format(const char *file, int ranks_per_gpu, int ranks = 0, P2pLevel 
   return format_topology(load(file), o);
 }
 
-// The first line that differs, both ways: shorter than the whole texts.
-std::string first_difference(const std::string &got, const std::string &want) {
-  std::istringstream g(got), w(want);
-  std::string gl, wl;
-  for (int line = 1;; ++line) {
-    const bool gm = static_cast<bool>(std::getline(g, gl)), wm = static_cast<bool>(std::getline(w, wl));
-    if (!gm && !wm) return "(no line differs)";
-    if (gm != wm || gl != wl) {
-      return "line " + std::to_string(line) + "\n  got:    " + (gm ? gl : "(end)") +
-             "\n  golden: " + (wm ? wl : "(end)");
-    }
-  }
-}
-
 TEST(TopoPrint, Golden) {
-  const char *update = std::getenv("GCOLL_UPDATE_GOLDEN");
-  const bool write = update != nullptr && std::string(update) == "1";
-  for (const Golden &g : kGolden) {
-    const std::string text = format(g.file, g.ranks_per_gpu, g.ranks);
-    const std::string path = golden_path(g);
-    if (write) {
-      std::ofstream(path) << text;
-      continue;
-    }
-    std::ifstream in(path);
-    ASSERT_TRUE(in.good()) << path << " missing (GCOLL_UPDATE_GOLDEN=1 writes it)";
-    std::stringstream want;
-    want << in.rdbuf();
-    EXPECT_TRUE(text == want.str()) << path << " differs (GCOLL_UPDATE_GOLDEN=1 rewrites it): "
-                                    << first_difference(text, want.str());
-  }
+  for (const Golden &g : kGolden) expect_golden(golden_path(g), format(g.file, g.ranks_per_gpu, g.ranks));
 }
 
 TEST(TopoPrint, Deterministic) {
