@@ -122,7 +122,7 @@ def main(argv=None):
         os.remove(stats)
     timeout = args.timeout or 600.0 + 0.02 * args.calls
 
-    settings = ["GCOLL_HOST_BUFFERS=engine"]
+    settings = ["GCOLL_HOST_BUFFERS=engine", "GCOLL_HOST_TUNE=off"]  # the engine at every size
     if args.ranks_per_node:
         settings.append("GCOLL_RANKS_PER_NODE=%d" % args.ranks_per_node)
     if args.emulated_gpu:

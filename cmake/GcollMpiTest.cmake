@@ -16,6 +16,10 @@
 #   the network's progress (ucp_worker_progress, where the shim yields) after polls that
 #   found nothing unless MPIR_CVAR_CH4_PROGRESS_THROTTLE=0 (set here: 10 s -> 3.5 s for
 #   mpi.allreduce.default.np4 under the MPICH 5.0.2 wheel).
+# - GCOLL_HOST_TUNE=off (inherited by mpirun's local ranks; an ENV entry overrides it):
+#   host buffers with GCOLL_HOST_BUFFERS=engine take the engine at every size, so that
+#   the tests exercise its host algorithms; the built-in crossovers (@mpi below them) are
+#   tested by mpi.host_crossover.* (mpi_tests/CMakeLists.txt).
 # - TIMEOUT (default 300 s) is CTest's hard limit; tests should also have their own
 #   in-process watchdog so a hang fails with a message instead of a kill.
 # - LAUNCHER runs the whole mpirun command line as its last arguments (e.g. a script
@@ -50,7 +54,7 @@ function(gcoll_add_mpi_test)
     TIMEOUT ${T_TIMEOUT}
     PROCESSORS ${procs}
     LABELS "mpi;${T_LABELS}"
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;MPIR_CVAR_CH4_PROGRESS_THROTTLE=0")
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;MPIR_CVAR_CH4_PROGRESS_THROTTLE=0;GCOLL_HOST_TUNE=off")
 endfunction()
 
 # GCOLL_GPU_TEST_LOCK: what the tests that use the GPU add to their properties. Where a GPU

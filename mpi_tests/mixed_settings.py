@@ -41,6 +41,12 @@ CASES = {
                          ["--gtest_filter=AllreduceMatrix.*/World_Floating"], ["allreduce"]),
     "tune": ("GCOLL_TUNE", "bcast:0-inf:@binomial", "", ENGINE, "gcoll_mpi_bcast",
              ["--gtest_filter=BcastMatrix.AllTypesCountsRoots/World"], ["bcast"]),
+    # (neither value sends a bcast to the MPI by itself: only the agreement does)
+    "host_tune": ("GCOLL_HOST_TUNE", "off", "allgather:0-inf:@mpi", ENGINE, "gcoll_mpi_bcast",
+                  ["--gtest_filter=BcastMatrix.AllTypesCountsRoots/World"], ["bcast"]),
+    # (one rank asks for bf16: agreed off, so the float sums stay exact, as PMPI's)
+    "allreduce_compress": ("GCOLL_ALLREDUCE_COMPRESS", "bf16", "off", dict(ENGINE, GCOLL_RANKS_PER_NODE="1"),
+                           "gcoll_mpi_allreduce", ["--gtest_filter=AllreduceMatrix.*/World_Floating"], []),
     "ranks_per_node": ("GCOLL_RANKS_PER_NODE", "1", "2", ENGINE, "gcoll_mpi_allgather",
                        ["--gtest_filter=AllgatherMatrix.AllTypesCounts/World"], ["allgather"]),
     "timeout": ("GCOLL_TIMEOUT", "0", "60", ENGINE, "gcoll_mpi_bcast",

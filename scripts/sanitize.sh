@@ -56,7 +56,7 @@ ctest --output-on-failure -R "$subset" -j 1
 # The soak's mix, without its memory check: ASan's quarantine holds freed memory (up to
 # 256 MiB), so the resident set grows by design here.
 timeout -k 5 240 mpirun -np 4 -x LD_PRELOAD="$asan_build/lib/libgcoll.so" -x GCOLL_HOST_BUFFERS=engine \
-  -x GCOLL_RANKS_PER_NODE=2 "$asan_build/bin/gcoll_soak" --calls 3000 --comm-every 100 --device off \
+  -x GCOLL_HOST_TUNE=off -x GCOLL_RANKS_PER_NODE=2 "$asan_build/bin/gcoll_soak" --calls 3000 --comm-every 100 --device off \
   --rss-slack-mib 100000 --timeout 200
 
 # ---- the device path on the emulated GPU ----
@@ -89,6 +89,6 @@ ctest --output-on-failure -R "$gpu_subset" -j 1
 # engine on both, communicators created and freed every 100 calls, device buffers
 # reallocated (as pool memory every other time); without its memory check (see above).
 timeout -k 5 240 mpirun -np 4 -x LD_PRELOAD="$asan_build/lib/libgcoll.so" -x GCOLL_CUDA=emulate -x GCOLL_EMU_DELAY=20 \
-  -x GCOLL_HOST_BUFFERS=engine "$asan_build/bin/gcoll_soak" --calls 1500 --comm-every 100 --realloc-every 2 \
+  -x GCOLL_HOST_BUFFERS=engine -x GCOLL_HOST_TUNE=off "$asan_build/bin/gcoll_soak" --calls 1500 --comm-every 100 --realloc-every 2 \
   --max-bytes 1048576 --rss-slack-mib 100000 --timeout 200
 echo "sanitize.sh: the device path on the emulated GPU took $((SECONDS - gpu_start)) s"

@@ -30,7 +30,7 @@ def compare(a, bench, out):
         shutil.rmtree(out)
     cmd = [sys.executable, os.path.join(HERE, "compare.py"), "--bench", bench,
            "--np", "2", "--reps", "2", "--bin-dir", a.bin_dir, "--lib", a.lib, "--out", out,
-           "--mpirun", a.mpirun, "--env", "GCOLL_HOST_BUFFERS=engine",
+           "--mpirun", a.mpirun, "--env", "GCOLL_HOST_BUFFERS=engine", "--env", "GCOLL_HOST_TUNE=off",
            "--", "-m", "4:1024", "-i", "10", "-x", "2", "-T", "mpi_int", "-c"]
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -94,7 +94,8 @@ with tempfile.TemporaryDirectory() as d:
                 if k == "GCOLL_CUDA" or k.startswith("GCOLL_EMU_"):
                     cmd += ["-x", "%s=%s" % (k, os.environ[k])]
     else:
-        cmd += ["-x", "GCOLL_HOST_BUFFERS=engine"]
+        # the engine at every size (not the host crossovers' @mpi): its traffic is the test
+        cmd += ["-x", "GCOLL_HOST_BUFFERS=engine", "-x", "GCOLL_HOST_TUNE=off"]
     cmd += ["-x", "GCOLL_RANKS_PER_NODE=%d" % L, "-x", "GCOLL_STATS_FILE=" + stats]
     for kv in a.env:
         cmd += ["-x", kv]

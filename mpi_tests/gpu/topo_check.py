@@ -4,7 +4,7 @@
 Usage:
   topo_check.py --mpiexec MPIRUN [--mpiexec-flags="..."] --np N --topo FILE.xml
       [--expect-class CLASS] [--expect-algo COLL=A|B]... [--expect-probe-failures N]
-      [--expect-ring] [--expect-no-staged [--allow-staged COLL]...] [--env VAR=VALUE]...
+      [--expect-ring | --expect-ring-hier] [--expect-no-staged [--allow-staged COLL]...] [--env VAR=VALUE]...
       [--timeout S] -- PROGRAM [ARGS...]
 
 The program (gcoll_gpu_mpi_test with a filter: the collectives' correctness suites,
@@ -29,6 +29,10 @@ Checks on the stats file gcoll writes at MPI_Finalize (summed over ranks):
     collectives (allreduce, bcast, allgather, reduce_scatter_block, reduce,
     reduce_scatter, alltoall, allgatherv) that the program called on device buffers (engine
     or staged) ran calls with @nvring;
+  * --expect-ring-hier: the same across nodes whose every node has its NVLink ring
+    (GCOLL_RANKS_PER_NODE): every rank set up the device engine along its node's ring, and
+    each of the eight collectives the program called ran calls with @nvring_hier (the
+    ring inside each node, the rails between nodes);
   * --expect-no-staged: none of the eight collectives was staged (staged == 0), and each
     one the program called ran on the engine (engine > 0): for a program (filter) whose
     calls are all device buffers of predefined types and ops (GpuEngineEvery.*); but for
@@ -68,12 +72,15 @@ def parse_args(argv):
     p.add_argument("--expect-algo", action="append", default=[], metavar="COLL=A|B")
     p.add_argument("--expect-probe-failures", type=int, default=0)
     p.add_argument("--expect-ring", action="store_true")
+    p.add_argument("--expect-ring-hier", action="store_true")
     p.add_argument("--expect-no-staged", action="store_true")
     p.add_argument("--allow-staged", action="append", default=[], metavar="COLL")
     p.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
     p.add_argument("--timeout", type=float, default=240.0)
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
+    if a.expect_ring and a.expect_ring_hier:
+        p.error("--expect-ring and --expect-ring-hier exclude each other")
     if a.command and a.command[0] == "--":
         a.command = a.command[1:]
     if not a.command:
@@ -146,20 +153,22 @@ def main(argv):
             failures.append("device_topology_%s = %d, expected at least %d (every rank of MPI_COMM_WORLD)"
                             % (want, n, a.np))
         rings = lib.get("device_nvlink_rings", 0)
-        if a.expect_ring and rings < a.np:
+        ring_algo = "nvring_hier" if a.expect_ring_hier else "nvring"
+        expect_ring = a.expect_ring or a.expect_ring_hier
+        if expect_ring and rings < a.np:
             failures.append("device_nvlink_rings = %d, expected at least %d (every rank of MPI_COMM_WORLD)"
                             % (rings, a.np))
         for coll in ENGINE_COLLS:
             e = stats.get(coll, {})
             # (a collective the ring never took, staged on every call, fails too)
             device_calls = e.get("engine", 0) + e.get("staged", 0)
-            if a.expect_ring and device_calls > 0 and e.get("algorithms", {}).get("nvring", 0) <= 0:
-                failures.append("%s: no calls along the NVLink ring (@nvring)" % coll)
+            if expect_ring and device_calls > 0 and e.get("algorithms", {}).get(ring_algo, 0) <= 0:
+                failures.append("%s: no calls along the NVLink ring (@%s)" % (coll, ring_algo))
             if a.expect_no_staged and e.get("staged", 0) > 0 and coll not in a.allow_staged:
                 failures.append("%s: %d calls staged, expected none" % (coll, e["staged"]))
             if a.expect_no_staged and e.get("calls", 0) > 0 and e.get("engine", 0) <= 0:
                 failures.append("%s: %d calls, none on the engine" % (coll, e["calls"]))
-        if not a.expect_ring and rings:
+        if not expect_ring and rings:
             failures.append("device_nvlink_rings = %d, expected 0" % rings)
         # Counted once per node and communicator that probed the pair (world, and the
         # suites' split communicators that hold both of its ranks).

@@ -177,6 +177,15 @@ const std::vector<SettingDef> kSettings = {
      "rules in effect. Invalid rules are reported and ignored whole.",
      [](Config &c, const Value &v) { c.tune = v.s; },
      "the communicator uses the MPI (device buffers staged)"},
+    {"GCOLL_HOST_TUNE", SettingType::String, "default", nullptr,
+     "Host buffers through the engine (GCOLL_HOST_BUFFERS=engine): the sizes that go to the MPI's own collective "
+     "instead, where the MPI is faster. default = the built-in crossovers (measured on 2 x 2 virtual nodes; "
+     "gcoll_info lists them); off = none (the engine at every size); else rules in GCOLL_TUNE's grammar that "
+     "replace the built-in ones, e.g. allgather:0-inf:@mpi,allreduce:0-4K:@mpi (scripts/tune_host.py measures "
+     "them on this machine). Tried after GCOLL_TUNE, before the default rules. Invalid rules are reported and the "
+     "built-in ones used.",
+     [](Config &c, const Value &v) { c.host_tune = v.s; },
+     "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_COST_MODEL", SettingType::Bool, "1", nullptr,
      "1: on nodes of several GPUs, device-buffer calls that no GCOLL_TUNE rule takes get the algorithm the cost model "
      "predicts fastest from the node's links (docs/cost-model.md; gcoll_info --topology prints its picks). 0: the "
@@ -186,6 +195,15 @@ const std::vector<SettingDef> kSettings = {
      "Pipeline chunk of the engine; also each rank's shared-memory bank (node segment = 2 x ranks x chunk).",
      [](Config &c, const Value &v) { c.chunk_size = v.size; },
      "the communicator uses the MPI (device buffers staged)"},
+    {"GCOLL_ALLREDUCE_COMPRESS", SettingType::Enum, "off", "off|bf16|fp16|fp8",
+     "Host-buffer MPI_Allreduce of MPI_FLOAT or MPI_DOUBLE with MPI_SUM through the engine (GCOLL_HOST_BUFFERS=engine) "
+     "on several nodes: the data between nodes travels compressed, bf16 or fp16 (round to nearest even; fp16 "
+     "overflows to inf) or fp8 (e4m3 with a float scale per 256 elements), along a ring; sums in full precision, "
+     "every rank gets the same bits. Lossy: docs/compression.md gives the error bound of each format. Other types, "
+     "ops, device buffers and calls on one node are never compressed. Per communicator: the info key "
+     "gcoll_allreduce_compress (MPI_Comm_set_info, MPI_Comm_dup_with_info) overrides it.",
+     [](Config &c, const Value &v) { c.allreduce_compress = v.choice; },
+     "off (uncompressed)"},
     {"GCOLL_TIMEOUT", SettingType::Int, "0", "0:86400",
      "Seconds an engine call waits for a peer before failing with MPI_ERR_OTHER; 0 = wait as long as the "
      "peer lives (dead peers are detected either way).",
@@ -338,10 +356,15 @@ bool parse_bool(const std::string &raw, bool *out) {
 bool parse_int(const std::string &raw, long long *out) {
   const std::string t = trim(raw);
   if (t.empty()) return false;
+  // strtoll reports range errors only through errno: the application's errno is kept
+  // (these parsers run inside its calls: invisible, issue 28).
+  const int app_errno = errno;
   errno = 0;
   char *end = nullptr;
   const long long v = std::strtoll(t.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
+  const bool bad = errno != 0 || *end != '\0';
+  errno = app_errno;
+  if (bad) return false;
   *out = v;
   return true;
 }
@@ -349,10 +372,13 @@ bool parse_int(const std::string &raw, long long *out) {
 bool parse_size(const std::string &raw, std::uint64_t *out) {
   const std::string t = lower(trim(raw));
   if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0]))) return false;
+  const int app_errno = errno;  // kept, as in parse_int
   errno = 0;
   char *end = nullptr;
   const unsigned long long v = std::strtoull(t.c_str(), &end, 10);
-  if (errno != 0) return false;
+  const bool range_error = errno != 0;
+  errno = app_errno;
+  if (range_error) return false;
   const std::string suffix = end;
   unsigned shift = 0;
   if (suffix.empty() || suffix == "b") shift = 0;

@@ -26,6 +26,7 @@ struct Config {
   bool host_engine = false;          // GCOLL_HOST_BUFFERS=engine
   int ranks_per_node = 0;            // 0: physical nodes
   std::string tune;                  // user's selection rules (validated in src/coll/tune)
+  std::string host_tune = "default";  // host-buffer crossover rules (src/coll/tune: kHostTune)
   bool cost_model = true;            // GCOLL_COST_MODEL (src/coll/cost_model.h)
   std::uint64_t chunk_size = 1 << 20;
   int timeout_s = 0;                 // 0: no timeout
@@ -50,6 +51,7 @@ struct Config {
   P2pLevel p2p_level = P2pLevel::Pxb;  // GCOLL_P2P_LEVEL
   bool p2p_disable = false;          // GCOLL_P2P_DISABLE: no P2P between different GPUs
   bool p2p_check = true;             // GCOLL_P2P_CHECK: verify P2P with data at setup
+  int allreduce_compress = 0;        // GCOLL_ALLREDUCE_COMPRESS: off|bf16|fp16|fp8 (kernels/compress.h: Compress)
 };
 
 enum class SettingType { Bool, Int, Size, Enum, String };

@@ -54,6 +54,9 @@ const char *counter_name(Counter c) {
     case Counter::ProgressThreads: return "progress_threads";
     case Counter::AsyncEngineCalls: return "async_engine_calls";
     case Counter::StreamDeviceCalls: return "stream_device_calls";
+    case Counter::CompressedCalls: return "compressed_allreduce_calls";
+    case Counter::CompressedBytes: return "compressed_inter_node_bytes";
+    case Counter::CompressedRawBytes: return "compressed_inter_node_bytes_uncompressed";
     case Counter::kCount: break;
   }
   return "?";

@@ -103,6 +103,11 @@ constexpr int kMaxAlgos = 64;                            // engine algorithms, b
 //                   the progress thread).
 //   StreamDeviceCalls: enqueued calls (MPIX_<Name>_enqueue) queued as kernels on the
 //                   application's stream (coll/stream_device.h), not on the proxy thread.
+//   CompressedCalls: allreduces that ran compressed (@compressed: GCOLL_ALLREDUCE_COMPRESS or
+//                   the info key gcoll_allreduce_compress; docs/compression.md);
+//   CompressedBytes: bytes they sent between nodes, compressed (also in the allreduce line's
+//                   inter_node_bytes);
+//   CompressedRawBytes: what those messages would have been uncompressed.
 enum class Counter : int {
   HiddenMpi = 0,
   Agreements,
@@ -122,6 +127,9 @@ enum class Counter : int {
   ProgressThreads,
   AsyncEngineCalls,
   StreamDeviceCalls,
+  CompressedCalls,
+  CompressedBytes,
+  CompressedRawBytes,
   kCount
 };
 constexpr int kLibCounters = static_cast<int>(Counter::kCount);

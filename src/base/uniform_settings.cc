@@ -175,8 +175,10 @@ AgreedSettings agreed_settings(const std::vector<long long> &lo, const std::vect
   at("GCOLL_MEMORY_AGREE_INTERVAL", 1, 1, &l, &h);
   a.agree_interval = l == h && l > 0 && l <= INT_MAX ? static_cast<int>(l) : 1;
   a.timeout_s = lo[kTimeoutMin] == LLONG_MAX ? 0 : static_cast<int>(lo[kTimeoutMin]);
-  for (const char *name : {"GCOLL_RANKS_PER_NODE", "GCOLL_TUNE", "GCOLL_CHUNK_SIZE", "GCOLL_DEVICE_CHUNK_SIZE",
-                           "GCOLL_DEVICE_NET_CHUNK", "GCOLL_CUDA"}) {
+  at("GCOLL_ALLREDUCE_COMPRESS", 0, 0, &l, &h);
+  a.allreduce_compress = l == h && l > 0 && l < 4 ? static_cast<int>(l) : 0;  // off where the ranks differ
+  for (const char *name : {"GCOLL_RANKS_PER_NODE", "GCOLL_TUNE", "GCOLL_HOST_TUNE", "GCOLL_CHUNK_SIZE",
+                           "GCOLL_DEVICE_CHUNK_SIZE", "GCOLL_DEVICE_NET_CHUNK", "GCOLL_CUDA"}) {
     at(name, 0, 0, &l, &h);
     if (l != h) a.engine = false;
   }

@@ -36,6 +36,7 @@ struct AgreedSettings {
   bool thread_multiple = false; // the MPI granted MPI_THREAD_MULTIPLE on every rank
   int agree_interval = 1;      // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)
   int timeout_s = 0;           // GCOLL_TIMEOUT: the smallest nonzero value (0: none anywhere)
+  int allreduce_compress = 0;  // GCOLL_ALLREDUCE_COMPRESS's choice, equal on every rank (else 0: off)
   bool engine = true;          // the settings that shape the engine's schedules are equal
   std::vector<UniformDifference> differences;
 };

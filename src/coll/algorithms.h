@@ -114,5 +114,15 @@ Status reduce_nvring(CallContext &cx, const CollArgs &a);
 Status reduce_scatter_nvring(CallContext &cx, const CollArgs &a);
 Status alltoall_nvring(CallContext &cx, const CollArgs &a);
 Status allgatherv_nvring(CallContext &cx, const CollArgs &a);
+// The eight across nodes whose every node has an NVLink ring through all its ranks
+// (nvring_hier.cc): along the ring inside each node, the rails between nodes.
+Status allreduce_nvring_hier(CallContext &cx, const CollArgs &a);
+Status bcast_nvring_hier(CallContext &cx, const CollArgs &a);
+Status allgather_nvring_hier(CallContext &cx, const CollArgs &a);
+Status allgatherv_nvring_hier(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_block_nvring_hier(CallContext &cx, const CollArgs &a);
+Status reduce_nvring_hier(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_nvring_hier(CallContext &cx, const CollArgs &a);
+Status alltoall_nvring_hier(CallContext &cx, const CollArgs &a);
 
 }  // namespace gcoll

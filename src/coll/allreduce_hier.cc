@@ -2,6 +2,9 @@
 // builder): intra-node reduce-scatter (local rank j reduces slice j), allreduce of the
 // slice among its rail (the schedule), intra-node allgather. Every byte crosses the
 // network once per direction per rail: for large messages.
+// @compressed is @ring with CollArgs::compress: each slice's ring between nodes moves its
+// messages compressed (RailAllreduce::start_compressed, docs/compression.md); the node's
+// part (shared memory) stays full precision and uncompressed.
 #include <algorithm>
 
 #include "coll/algorithms.h"
@@ -31,6 +34,10 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedu
   char *slice[2] = {cx.work, cx.work + cap};
   char *tmp[2] = {cx.work + 2 * cap, cx.work + 3 * cap};
   RailAllreduce rail[2];
+  // Rank-uniform: the agreed format and the (type, op); the registry row checked the rest.
+  const bool compress = a.compress != Compress::Off && compressible(a.dtype, a.op) && a.mem == MemKind::Host &&
+                        schedule == schedule_ring;
+  if (compress && t.num_nodes > 1) process_stats().count(Counter::CompressedCalls);
   std::vector<const void *> srcs(t.local_size);
   const auto at_chunk = [&](std::size_t k) {
     ChunkSlice p;
@@ -52,7 +59,9 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedu
     if (!ok(st) || !t.has_rail()) return st;
     for (int q = 0; q < t.local_size; ++q) srcs[q] = at(cx.space->peer(q), p.so * elem);
     st = cx.space->reduce(a.dtype, a.op, slice[k % 2], srcs.data(), t.local_size, p.sn);
-    if (ok(st) && net)
+    if (ok(st) && net && compress)
+      st = rail[k % 2].start_compressed(r, a.compress, a.dtype, slice[k % 2], p.sn, elem, tmp[k % 2], cap);
+    else if (ok(st) && net)
       st = rail[k % 2].start(r, schedule, a.dtype, a.op, slice[k % 2], p.sn, elem, tmp[k % 2]);
     return st;
   };

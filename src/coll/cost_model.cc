@@ -246,6 +246,29 @@ double predict_us(const Algorithm &algo, const CollArgs &a, const Topology &t, c
   // Along the NVLink ring, a bank at a time, each step a host round trip: the slowest
   // link (the narrowest bundle) bounds it. Root-based collectives are a pipelined chain
   // (L - 1 + chunks - 1 steps of a bank); alltoall relays each block L/2 hops on average.
+  // Across nodes (nvring_hier.cc): inside each node along the ring (the reductions a ring
+  // reduce-scatter and allgather, the others as on one node), then the rails: each rank's
+  // slice S = W / L (allreduce ring: 2 (N-1) steps, 2 (N-1)/N S; reduce binomial: log2 N
+  // steps of S; reduce_scatter, allgather: N-1 steps, (N-1)/N S), bcast the whole message
+  // binomial on one rail, alltoall pairwise (N-1)/N W per rank.
+  if (has(name, "nvring") && N > 1) {
+    const double step = K.launch_us + K.host_sync_us + K.chunk_us;
+    const bool red = is_reduction(c);
+    const double inner = c == Coll::Alltoall ? bus_factor(c, L) * W * L / 2.0 : red ? 2.0 * (L - 1.0) / L * W
+                                                                                   : bus_factor(c, L) * W;
+    double us = c == Coll::Bcast ? ((L - 1) + chunks(W, bank) - 1) * step + W / bw.pair
+                                 : (red ? 2.0 : 1.0) * (L - 1) * chunks(W / L, bank) * step + inner / bw.pair;
+    const double slice = W / L;
+    if (c == Coll::Bcast)
+      us += log2c(N) * (K.rail_step_us + W / bw.hop);
+    else if (c == Coll::Allreduce)
+      us += 2.0 * (N - 1) * K.rail_step_us + 2.0 * (N - 1.0) / N * slice / bw.hop;
+    else if (c == Coll::Reduce)
+      us += log2c(N) * K.rail_step_us + slice / bw.hop;
+    else
+      us += (N - 1) * K.rail_step_us + (N - 1.0) / N * (c == Coll::Alltoall ? W : slice) / bw.hop;
+    return us;
+  }
   if (has(name, "nvring")) {
     const double step = K.launch_us + K.host_sync_us + K.chunk_us;  // a copy or reduction, then a sync
     if (c == Coll::Bcast || c == Coll::Reduce) return ((L - 1) + chunks(W, bank) - 1) * step + W / bw.pair;

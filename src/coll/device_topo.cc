@@ -378,9 +378,34 @@ Status discover_device_topology(MPI_Comm comm, const Topology &host, int gpu, do
       if (out->node.island[p] == i) d.push_back(nic[p]);
     reorder = nic_order_differs(d);
   }
+  // Across nodes, each node on its own NVLink ring (step 5 across nodes): whether some
+  // node has no ring through all of its ranks, and whether some node's ranks, as a whole,
+  // are out of NIC order (the ring keeps the whole node together).
+  const bool node_reorder = nic_order_differs(nic);
   MpiBootstrap all(comm);
-  long long several[2] = {out->node.count > 1 ? 1 : 0, reorder ? 1 : 0};
-  if (!ok(all.max(several, 2))) return Status::ErrComm;
+  long long several[4] = {out->node.count > 1 ? 1 : 0, reorder ? 1 : 0, out->node.ring.empty() ? 1 : 0,
+                          node_reorder ? 1 : 0};
+  if (!ok(all.max(several, 4))) return Status::ErrComm;
+  // Every node has a ring through all of its ranks and the nodes are of one size (every
+  // rank has a rail): the device engine's nodes are the host's, each along its ring, the
+  // rails between them (host.uneven() and host.num_nodes are rank-uniform; the rest agreed
+  // just now). Local ranks still go by distance to a NIC (step 6); the ring is a list of
+  // local ranks, renumbered into that order.
+  if (host.num_nodes > 1 && several[2] == 0 && !host.uneven()) {
+    out->ring = true;
+    out->split = true;
+    out->nic_ordered = several[3] != 0;
+    out->topo = std::make_unique<Topology>();
+    if (!ok(build_topology_islands(comm, host, 0, out->nic_ordered ? nic[me] : 0, out->topo.get())))
+      return Status::ErrInternal;
+    Topology &t = *out->topo;
+    for (int lr : out->node.ring) t.ring.push_back(t.local_of[host.members[host.node][lr]]);
+    if (out->nic_ordered) process_stats().count(Counter::NicOrderedTopologies);
+    if (t.local_rank == 0)
+      GCOLL_INFO("device engine: node %d along its NVLink ring (%d ranks), %d rails between the nodes%s", t.node,
+                 t.local_size, t.min_local, out->nic_ordered ? "; local ranks by distance to a NIC" : "");
+    return Status::Ok;
+  }
   out->nic_ordered = several[1] != 0;
   out->split = several[0] != 0 || out->nic_ordered;
   if (!out->split) return Status::Ok;
@@ -479,17 +504,22 @@ std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
                     (ring ? " (one node of the device engine along the NVLink ring)"
                           : isl.count > 1 ? " (each a node of the device engine; host memory between them)" : "") +
                     "\n";
+  if (ring)
+    out += "  across nodes, every node with such a ring (nodes of one size): each along its own ring, the rails "
+           "between the nodes (@nvring_hier, all eight collectives)\n";
   // Step 6 across nodes: each island's ranks nearest a NIC first (the device engine's local
   // rank 0 and rail 0 first), where the node has a NIC.
   if (!t.nics.empty()) {
     std::vector<int> dist(ranks);
     for (int r = 0; r < ranks; ++r) dist[r] = nic_distance(t, t.gpus[r % g].bus_id);
     out += "  between nodes, ranks nearest a NIC first (local rank 0, rail 0, ...):";
+    // (On the ring the whole node is one node of the device engine across nodes too.)
+    const auto group_of = [&](int r) { return ring ? 0 : isl.island[r]; };
     for (int i = 0; i < ranks; ++i) {
-      if (isl.island[i] != i) continue;
+      if (group_of(i) != i) continue;
       std::vector<int> order;
       for (int r = 0; r < ranks; ++r)
-        if (isl.island[r] == i) order.push_back(r);
+        if (group_of(r) == i) order.push_back(r);
       std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return dist[x] < dist[y]; });
       std::string line;
       for (int r : order)
@@ -497,7 +527,7 @@ std::string device_paths_text(const topo::NodeTopo &t, int ranks) {
                 (dist[r] > static_cast<int>(topo::PathClass::Sys) ? "no NIC"
                                                                    : topo::path_name(static_cast<topo::PathClass>(dist[r]))) +
                 ")";
-      out += (isl.count > 1 ? "\n    island " + std::to_string(i) + ": " : " ") + line;
+      out += (isl.count > 1 && !ring ? "\n    island " + std::to_string(i) + ": " : " ") + line;
     }
     out += "\n";
   }

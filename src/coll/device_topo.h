@@ -24,6 +24,11 @@
 //      device engine runs on the whole node along that ring (Topology::ring; the *_nvring
 //      algorithms: each rank reads only its predecessor's memory, and maps only its two
 //      ring neighbours'), never across a pair without NVLink and without host memory.
+//      Across nodes likewise where every node has such a ring through all of its ranks
+//      and the nodes are of one size (agreed over the communicator, as "several islands"
+//      is): the device engine's nodes are the host's nodes, each along its own ring
+//      (Topology::ring: my node's, in its local ranks), the rails between them (the
+//      nvring_hier rows); else the islands of step 4.
 //   6. across nodes, the ranks that talk to the network are the ones nearest a NIC: each
 //      rank's GPU's path class to its nearest NIC (PIX/PXB before PHB before NODE before
 //      SYS) is gathered with its bus id; where some node's ranks are not already in that
@@ -32,8 +37,9 @@
 //      rank 0, which single-rail steps use, is nearest a NIC, and rail j joins each node's
 //      j-th nearest; ranks beyond the smallest node's size (no rail) are the farthest.
 // The outcome is agreed through the agreement path (boot/bootstrap.h): every rank of the
-// node sees the same gathered verdicts; whether any node has several islands is agreed
-// over the communicator.
+// node sees the same gathered verdicts; whether any node has several islands, ranks out
+// of NIC order, or no NVLink ring through all of its ranks is agreed over the
+// communicator (one max).
 #pragma once
 
 #include <mpi.h>
@@ -71,7 +77,8 @@ struct DeviceTopology {
                                   // some node has several islands, or (nic_ordered) some
                                   // node's ranks are reordered by NIC distance
   bool nic_ordered = false;       // step 6: some node's ranks are reordered
-  bool ring = false;              // one node, on its NVLink ring (step 5 above)
+  bool ring = false;              // on its NVLink ring (step 5 above): one node, or (split
+                                  // too) every node on its own ring, rails between them
   std::unique_ptr<Topology> topo; // split: the device engine's topology (each island a node,
                                   // local ranks by NIC distance); ring: the node, with
                                   // Topology::ring

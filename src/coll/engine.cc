@@ -426,7 +426,8 @@ Status Engine::create_device_space(int gpu) {
     GCOLL_INFO("device topology on communicator #%llu, node %d: GPU %s, %s, %d P2P island%s%s%s",
                static_cast<unsigned long long>(id), topo.node, dt.gpu_bus_id.empty() ? "?" : dt.gpu_bus_id.c_str(),
                topo::topo_class_name(dt.node.cls), dt.node.count, dt.node.count == 1 ? "" : "s",
-               dt.split && dt.node.count == 1 && dt.nic_ordered ? " (the device engine's ranks go by distance to a NIC)"
+               dt.ring && dt.split ? " (the device engine runs along their NVLink ring, rails between the nodes)"
+               : dt.split && dt.node.count == 1 && dt.nic_ordered ? " (the device engine's ranks go by distance to a NIC)"
                : dt.split ? " (the device engine's nodes are the islands)"
                         : dt.ring ? " (the device engine runs along their NVLink ring)" : "",
                dt.probe_failures ? ", P2P probe failed on some pairs" : "");
@@ -493,8 +494,16 @@ bool Engine::takes_async(const CollArgs &a, bool mpi) const {
   call.time_sliced = a.mem == MemKind::Device && sp->time_sliced();
   call.reducible = !is_reduction(a.coll) || sp->can_reduce(a.dtype, a.op);
   call.model = a.mem == MemKind::Device && model_links.valid ? &model_links : nullptr;
-  const Algorithm *algo = select_algorithm(user_tune_rules(), call, *t);
+  const Algorithm *algo = select_algorithm(user_tune_rules(), call, *t, &host_tune_rules());
   return algo && algo->run;
+}
+
+bool Engine::declines_host(const CollArgs &a) const {
+  if (a.mem != MemKind::Host || !host_space) return false;
+  CollArgs call = a;
+  call.reducible = !is_reduction(a.coll) || host_space->can_reduce(a.dtype, a.op);
+  const Algorithm *algo = select_algorithm(user_tune_rules(), call, topo, &host_tune_rules());
+  return !algo || !algo->run;
 }
 
 Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
@@ -511,7 +520,7 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   // The model's links, agreed with the device space (rank-uniform).
   call.model = a.mem == MemKind::Device && model_links.valid ? &model_links : nullptr;
   const Topology &t = *call_topo;
-  const Algorithm *algo = select_algorithm(user_tune_rules(), call, t);
+  const Algorithm *algo = select_algorithm(user_tune_rules(), call, t, &host_tune_rules());
   if (!algo || !algo->run) return Status::NotSupported;  // no algorithm, or @staged: the caller stages it
   const std::uint64_t intra0 = space->bytes_published, inter0 = call_host_rail ? call_host_rail->bytes_sent() : 0;
   call_steps = 0;

@@ -13,6 +13,7 @@
 #include "base/stats.h"
 #include "base/status.h"
 #include "coll/cost_model.h"
+#include "kernels/compress.h"
 #include "kernels/types.h"
 #include "topo/topology.h"
 
@@ -66,6 +67,10 @@ struct Engine {
   // Rank-uniform (all of it was agreed); changes nothing (the progress thread may be
   // inside run()).
   bool takes_async(const CollArgs &a, bool mpi) const;
+  // Whether run() would decline the host-buffer call `a` (@mpi: the host crossovers or
+  // GCOLL_TUNE; or no algorithm for it), known without running anything: the caller gives
+  // the call to the MPI before packing or deviating. Rank-uniform; changes nothing.
+  bool declines_host(const CollArgs &a) const;
 
   MPI_Comm comm = MPI_COMM_NULL;           // the communicator it serves (the application's)
   // Device calls across nodes end with an agreement of the whole communicator: over this
@@ -156,6 +161,10 @@ struct CollArgs {
   // device: the node's links as every rank agreed them at the device space's setup, for
   // the cost model's choice (coll/cost_model.h); nullptr: no model (set by Engine::run).
   const CostLinks *model = nullptr;
+  // allreduce: the compressed format the ranks agreed for the communicator (GCOLL_ALLREDUCE_COMPRESS, the info
+  // key gcoll_allreduce_compress), Off unless the (type, op) is compressible (kernels/compress.h); only the
+  // @compressed row takes it (host buffers, several nodes: tune.cc selects it before any rule).
+  Compress compress = Compress::Off;
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "base/stats.h"
+#include "kernels/compress.h"
 #include "kernels/host_reduce.h"
 
 namespace gcoll {
@@ -150,7 +152,43 @@ Status RailAllreduce::start(Rail r, ScheduleBuilder build, DType t, ROp op, void
   return start_steps(r, t, op, std::move(steps));
 }
 
+Status RailAllreduce::start_compressed(Rail r, Compress c, DType t, void *buf, std::size_t count, std::size_t elem,
+                                       void *cbuf, std::size_t cbuf_bytes) {
+  std::vector<RailStep> steps;
+  const int n = r.channel->size(), me = r.channel->rank();
+  std::size_t half = 0;
+  if (n > 1 && count > 0) {
+    ScheduleArgs a;
+    a.n = n;
+    a.rank = me;
+    a.count = count;
+    a.elem = elem;
+    a.buf = buf;
+    a.tmp = nullptr;  // the ring's receives go to cb_ instead
+    schedule_ring(a, &steps);
+    std::size_t off, len;
+    part_range(count, n, 0, &off, &len);  // part 0 is a largest part
+    half = (compressed_bytes(c, len) + 63) / 64 * 64;
+    // A guard only: for n >= 2 a segment is at most about half the slice, whose elements fit
+    // cbuf_bytes (the engine passes a chunk's capacity), and no format takes more than 2
+    // bytes per element beyond fp8's scales. Before anything moved.
+    if (2 * half > cbuf_bytes) return Status::ErrInternal;
+  }
+  cb_[0] = static_cast<char *>(cbuf);
+  cb_[1] = static_cast<char *>(cbuf) + half;
+  cur_ = 0;
+  in_allgather_ = false;
+  const Status st = start_steps(r, t, ROp::Sum, std::move(steps), c, elem);
+  return st;
+}
+
 Status RailAllreduce::start_steps(Rail r, DType t, ROp op, std::vector<RailStep> steps) {
+  return start_steps(r, t, op, std::move(steps), Compress::Off, 1);
+}
+
+Status RailAllreduce::start_steps(Rail r, DType t, ROp op, std::vector<RailStep> steps, Compress c, std::size_t elem) {
+  comp_ = c;
+  elem_ = elem;
   r_ = r;
   t_ = t;
   op_ = op;
@@ -222,8 +260,28 @@ Status RailAllreduce::post() {
   req_[1] = net::Request{};
   Status st = settle(r_);  // the previous step's reduction into s.sbuf, out of s.rbuf
   if (!ok(st)) return st;
-  if (s.src >= 0) st = r_.channel->irecv(s.src, s.rbuf, s.rbytes, r_.tag(s.tag), &req_[1]);
-  if (ok(st) && s.dst >= 0) st = r_.channel->isend(s.dst, s.sbuf, s.sbytes, r_.tag(s.tag), &req_[0]);
+  if (comp_ != Compress::Off) {
+    // Compressed ring: reduce-scatter steps (acc) send their partial encoded; the first
+    // allgather step encodes the segment this rank owns and rounds its own copy through
+    // the same bytes (decoded), so that it holds exactly what the others will; the later
+    // ones forward what the previous step received (cb_[cur_]).
+    const std::size_t sn = s.sbytes / elem_, rn = s.rbytes / elem_;
+    const std::size_t sb = compressed_bytes(comp_, sn), rb = compressed_bytes(comp_, rn);
+    if (s.acc) {
+      compress_encode(comp_, t_, s.sbuf, sn, cb_[cur_]);
+    } else if (!in_allgather_) {
+      in_allgather_ = true;
+      compress_encode(comp_, t_, s.sbuf, sn, cb_[cur_]);
+      compress_decode(comp_, t_, cb_[cur_], sn, const_cast<void *>(s.sbuf));
+    }
+    process_stats().count(Counter::CompressedBytes, sb);
+    process_stats().count(Counter::CompressedRawBytes, s.sbytes);
+    if (s.src >= 0) st = r_.channel->irecv(s.src, cb_[1 - cur_], rb, r_.tag(s.tag), &req_[1]);
+    if (ok(st) && s.dst >= 0) st = r_.channel->isend(s.dst, cb_[cur_], sb, r_.tag(s.tag), &req_[0]);
+  } else {
+    if (s.src >= 0) st = r_.channel->irecv(s.src, s.rbuf, s.rbytes, r_.tag(s.tag), &req_[1]);
+    if (ok(st) && s.dst >= 0) st = r_.channel->isend(s.dst, s.sbuf, s.sbytes, r_.tag(s.tag), &req_[0]);
+  }
   if (!ok(st)) {
     r_.channel->cancel(req_, 2);
     return st;
@@ -243,17 +301,30 @@ Status RailAllreduce::advance(bool *done) {
     }
     if (!all_done) return Status::Ok;  // still in flight
     posted_ = false;
-    const RailStep &s = steps_[next_];
-    if (s.acc) {
-      st = reduce_into(r_, t_, op_, s.acc, s.rbuf, s.elems);
-      if (!ok(st)) return st;
-    }
+    st = complete_step(steps_[next_]);
+    if (!ok(st)) return st;
     ++next_;
     st = post();
     if (!ok(st)) return st;
   }
   *done = next_ >= steps_.size();
   return Status::Ok;
+}
+
+// After step s's messages arrived: its reduction (acc = op(acc, received)), or for the
+// compressed ring the received message decoded (added into acc, or into the allgather's
+// segment, whose bytes the next step forwards).
+Status RailAllreduce::complete_step(const RailStep &s) {
+  if (comp_ != Compress::Off) {
+    const std::size_t rn = s.rbytes / elem_;
+    if (s.acc) compress_decode_add(comp_, t_, cb_[1 - cur_], rn, s.acc);
+    else {
+      compress_decode(comp_, t_, cb_[1 - cur_], rn, s.rbuf);
+      cur_ = 1 - cur_;  // forwarded by the next step
+    }
+    return Status::Ok;
+  }
+  return s.acc ? reduce_into(r_, t_, op_, s.acc, s.rbuf, s.elems) : Status::Ok;
 }
 
 Status RailAllreduce::finish() {

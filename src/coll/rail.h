@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "coll/engine.h"
 #include "mem/memspace.h"
+#include "kernels/compress.h"
 #include "kernels/types.h"
 #include "net/channel.h"
 
@@ -75,14 +76,33 @@ class RailAllreduce {
                void *tmp);
   // Any step list (the reductions' builders below): run as a schedule's.
   Status start_steps(Rail r, DType t, ROp op, std::vector<RailStep> steps);
+  // The compressed ring (docs/compression.md): the ring allreduce (schedule_ring, MPI_SUM)
+  // of buf[0, count) (host memory, Float or Double) whose messages travel in format `c`
+  // (kernels/compress.h): each reduce-scatter step sends its partial encoded and adds the
+  // decoded one it receives in full precision; in the allgather the owner of a segment
+  // encodes its sum once and keeps the decoded bytes itself, and every other rank decodes
+  // and forwards the very bytes it received, so every rank ends with the same bits. cbuf:
+  // cbuf_bytes of host scratch (2 x compressed_bytes of the largest segment, 64-aligned).
+  Status start_compressed(Rail r, Compress c, DType t, void *buf, std::size_t count, std::size_t elem, void *cbuf,
+                          std::size_t cbuf_bytes);
   Status advance(bool *done);
   Status finish();
   // After a failure elsewhere: cancel what is posted, so no buffer is touched afterwards.
   void abandon();
 
  private:
+  Status start_steps(Rail r, DType t, ROp op, std::vector<RailStep> steps, Compress c, std::size_t elem);
   Status post();
+  Status complete_step(const RailStep &s);
   Rail r_{};
+  // The compressed ring (start_compressed): the format, the two message buffers (the one
+  // sent, the one received: they swap in the allgather, where a received message is
+  // forwarded as it came), and whether the allgather has begun (its first step encodes).
+  Compress comp_ = Compress::Off;
+  std::size_t elem_ = 1;
+  char *cb_[2] = {nullptr, nullptr};
+  int cur_ = 0;
+  bool in_allgather_ = false;
   DType t_{};
   ROp op_{};
   std::vector<RailStep> steps_;

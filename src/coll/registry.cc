@@ -23,6 +23,13 @@ bool device_ring(const CollArgs &a, const Topology &t) {
   return can_run(a) && a.mem == MemKind::Device && !t.ring.empty() && t.num_nodes == 1;
 }
 
+// Device buffers across nodes whose every node has an NVLink ring through all of its
+// ranks (coll/device_topo.h: the device engine's nodes are the hosts', Topology::ring my
+// node's ring), every node of the same size (every rank has a rail).
+bool device_ring_nodes(const CollArgs &a, const Topology &t) {
+  return can_run(a) && a.mem == MemKind::Device && !t.ring.empty() && t.num_nodes > 1 && !t.uneven();
+}
+
 // Device buffers on one node whose device space fuses (agreed at its creation); elements
 // whose size divides the blocks' alignment (all but the long double types, which the
 // CUDA kernels do not have anyway).
@@ -70,11 +77,28 @@ bool rs_hier(const CollArgs &a, const Topology &t) {
 // alltoall through the banks: P bytes (one of every block) must fit a bank.
 bool alltoall_banks(const CollArgs &a, const Topology &t) { return banks(a, t) && alltoall_hier_fits(a, t); }
 
+// The opt-in compressed allreduce (CollArgs::compress, agreed): host buffers on several nodes,
+// MPI_FLOAT / MPI_DOUBLE with MPI_SUM; the ring between nodes (every rank the same bits).
+bool compressed(const CollArgs &a, const Topology &t) {
+  return a.compress != Compress::Off && a.coll == Coll::Allreduce && compressible(a.dtype, a.op) &&
+         a.mem == MemKind::Host && t.num_nodes > 1 && banks(a, t);
+}
+
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
 // intra-node allgather.
 template <ScheduleBuilder kSchedule>
 Algorithm hier(const char *name, const char *description) {
   return {Coll::Allreduce, name, description, banks, allreduce_hier<kSchedule>, kSchedule};
+}
+
+// Host buffers: the MPI's own collective (no run: the engine declines the call).
+bool host_any(const CollArgs &a, const Topology &) { return a.mem == MemKind::Host; }
+
+Algorithm mpi_row(Coll c) {
+  return {c, "mpi",
+          "host buffers: the MPI's own collective (the engine declines; the host crossovers pick it where the MPI "
+          "is faster: GCOLL_HOST_TUNE)",
+          host_any, nullptr};
 }
 
 }  // namespace
@@ -91,6 +115,10 @@ const std::vector<Algorithm> &algorithms() {
       hier<schedule_rabenseifner>("rabenseifner",
                                   "intra-node reduce-scatter, Rabenseifner (recursive-halving reduce-scatter + "
                                   "recursive-doubling allgather) of each slice along its rail, intra-node allgather"),
+      {Coll::Allreduce, "compressed",
+       "opt-in (GCOLL_ALLREDUCE_COMPRESS, info key gcoll_allreduce_compress), host float/double sums on several "
+       "nodes: @ring with the data between nodes in bf16, fp16 or fp8 (docs/compression.md)",
+       compressed, allreduce_hier<schedule_ring>, schedule_ring},
       {Coll::Allreduce, "twoshot",
        "device buffers on one node: reduce-scatter then allgather by reading peers' buffers in place (CUDA IPC)",
        device_one_node, allreduce_twoshot},
@@ -102,6 +130,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node whose GPUs are P2P only along an NVLink cycle: ring reduce-scatter and "
        "allgather, each rank reading only its predecessor's bank",
        device_ring, allreduce_nvring},
+      {Coll::Allreduce, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: ring reduce-scatter in the node, "
+       "allreduce of each rank's slice along its rail, ring allgather",
+       device_ring_nodes, allreduce_nvring_hier},
       {Coll::Allreduce, "staged", "device buffers: copied to pinned host memory for the MPI's own allreduce",
        device_any, nullptr},
       {Coll::Bcast, "binomial", "binomial tree between nodes along one rail, then intra-node copy", banks,
@@ -117,6 +149,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node along its NVLink ring: from the root around the ring, pipelined a bank at a "
        "time",
        device_ring, bcast_nvring},
+      {Coll::Bcast, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: binomial along the root's local rank's rail, "
+       "then around every node's ring from that rank",
+       device_ring_nodes, bcast_nvring_hier},
       {Coll::Bcast, "staged", "device buffers: copied to pinned host memory for the MPI's own bcast", device_any,
        nullptr},
       {Coll::Allgather, "ring", "intra-node exchange, ring between nodes on every rail", banks, allgather_ring},
@@ -128,6 +164,10 @@ const std::vector<Algorithm> &algorithms() {
       {Coll::Allgather, "nvring",
        "device buffers on one node along its NVLink ring: every block around the ring, a bank at a time",
        device_ring, allgather_nvring},
+      {Coll::Allgather, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: each rank's block along its rail, then the "
+       "rail's blocks around the node's ring",
+       device_ring_nodes, allgather_nvring_hier},
       {Coll::Allgather, "staged", "device buffers: copied to pinned host memory for the MPI's own allgather",
        device_any, nullptr},
       {Coll::Allgatherv, "ring", "uneven blocks: intra-node exchange, ring between nodes on every rail", banks,
@@ -141,6 +181,10 @@ const std::vector<Algorithm> &algorithms() {
       {Coll::Allgatherv, "nvring",
        "device buffers on one node along its NVLink ring: every (uneven) block around the ring, a bank at a time",
        device_ring, allgatherv_nvring},
+      {Coll::Allgatherv, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: each rank's (uneven) block along its rail, "
+       "then the rail's blocks around the node's ring",
+       device_ring_nodes, allgatherv_nvring_hier},
       {Coll::Allgatherv, "staged", "device buffers: copied to pinned host memory for the MPI's own allgatherv",
        device_any, nullptr},
       {Coll::Reduce_scatter_block, "node",
@@ -163,6 +207,10 @@ const std::vector<Algorithm> &algorithms() {
       {Coll::Reduce_scatter_block, "nvring",
        "device buffers on one node along its NVLink ring: the ring reduce-scatter with the blocks as segments",
        device_ring, reduce_scatter_block_nvring},
+      {Coll::Reduce_scatter_block, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: the ring-and-rails allreduce a chunk at a "
+       "time into the work area, each rank keeping its block",
+       device_ring_nodes, reduce_scatter_block_nvring_hier},
       {Coll::Reduce_scatter_block, "staged",
        "device buffers: copied to pinned host memory for the MPI's own reduce_scatter_block", device_any, nullptr},
       {Coll::Reduce, "direct",
@@ -177,6 +225,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node along its NVLink ring: a chain ending at the root, each rank adding its input to "
        "its predecessor's partial sum, pipelined a bank at a time",
        device_ring, reduce_nvring},
+      {Coll::Reduce, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: the ring-and-rails allreduce a chunk at a time "
+       "into the work area, the root keeping it",
+       device_ring_nodes, reduce_nvring_hier},
       {Coll::Reduce, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce", device_any,
        nullptr},
       {Coll::Reduce_scatter, "direct",
@@ -191,6 +243,10 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node along its NVLink ring: the ring reduce-scatter with the (uneven) blocks as "
        "segments",
        device_ring, reduce_scatter_nvring},
+      {Coll::Reduce_scatter, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: the ring-and-rails allreduce a chunk at a "
+       "time into the work area, each rank keeping its (uneven) block",
+       device_ring_nodes, reduce_scatter_nvring_hier},
       {Coll::Reduce_scatter, "staged", "device buffers: copied to pinned host memory for the MPI's own reduce_scatter",
        device_any, nullptr},
       {Coll::Alltoall, "direct",
@@ -205,8 +261,24 @@ const std::vector<Algorithm> &algorithms() {
        "device buffers on one node along its NVLink ring: every block around the ring from its sender to its "
        "receiver, a piece of each per round",
        device_ring, alltoall_nvring},
+      {Coll::Alltoall, "nvring_hier",
+       "device buffers across nodes, an NVLink ring in each: around the node's ring the pieces for each "
+       "local rank of every node, then pairwise along the rails",
+       device_ring_nodes, alltoall_nvring_hier},
       {Coll::Alltoall, "staged", "device buffers: copied to pinned host memory for the MPI's own alltoall", device_any,
        nullptr},
+      // Host buffers to the MPI's own collective (issue 32): the engine declines, every rank
+      // alike (the rules that pick @mpi read rank-uniform facts only), and the call goes to
+      // the MPI (passthrough). The host crossovers (tune.cc: kHostTune, GCOLL_HOST_TUNE) pick
+      // it where the MPI was measured faster; GCOLL_TUNE=<coll>:lo-hi:@mpi forces it.
+      mpi_row(Coll::Allreduce),
+      mpi_row(Coll::Bcast),
+      mpi_row(Coll::Allgather),
+      mpi_row(Coll::Allgatherv),
+      mpi_row(Coll::Reduce_scatter_block),
+      mpi_row(Coll::Reduce),
+      mpi_row(Coll::Reduce_scatter),
+      mpi_row(Coll::Alltoall),
   };
   return table;
 }

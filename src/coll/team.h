@@ -47,6 +47,25 @@ struct Team {
   int agree_interval = 1;       // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)
   int device = -1;              // this rank's GPU for the device engine (set at its first device call)
 
+  // The compressed allreduce (docs/compression.md). GCOLL_ALLREDUCE_COMPRESS as agreed at the
+  // first call; the info key gcoll_allreduce_compress as agreed after the calls that set it
+  // (pmpi/comm_info.cc: MPI_Comm_set_info, MPI_Comm_dup_with_info, MPI_Comm_dup of a keyed
+  // communicator: collective, so compress_pending is alike on every rank; the next blocking
+  // call that may take the engine agrees it, agree_compress). Compress values.
+  int compress_setting = 0;
+  int compress_info = -1;          // the key as agreed; -1: never set (the setting applies)
+  int compress_info_mine = -1;     // this rank's value at its last call that set it; -1: key absent
+  bool compress_pending = false;
+  // Collective: the min and max of compress_info_mine over the ranks; equal: that value (-1
+  // keeps the agreed one), different: off, with one warning per job.
+  void agree_compress();
+  // The format of an allreduce of (t, op) on this communicator (Off unless compressible).
+  Compress allreduce_compress(DType t, ROp op) const {
+    if (!compressible(t, op)) return Compress::Off;
+    const int v = compress_info >= 0 ? compress_info : compress_setting;
+    return v > 0 && v < kCompressFormats ? static_cast<Compress>(v) : Compress::Off;
+  }
+
   // The memory kinds agreed for the engine-eligible calls, one entry per collective and
   // size class (team_memory.h: agree_memory). Every field changes only at calls every rank
   // makes with the same key, so they are equal on all ranks.

@@ -21,6 +21,7 @@
 #include "coll/staged.h"
 #include "coll/team.h"
 #include "coll/team_memory.h"
+#include "coll/tune.h"
 
 namespace gcoll {
 
@@ -77,12 +78,31 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(Path::Passthrough));
     return rc;
   }
+  // The info key gcoll_allreduce_compress was set since the last blocking call (collective
+  // calls: pending alike on every rank): agreed now, before the call (Team::agree_compress).
+  if (cs && cs->compress_pending && host_engine) cs->agree_compress();
   CollArgs args;
   args.coll = coll;
   PackPlan plan;  // byte-moving collectives: this rank's layouts (pack.h)
   DispatchInput in;
   in.host_buffers_engine = host_engine;
   in.engine_supports = cs && prepare(&args, &plan);
+  if (in.engine_supports && coll == Coll::Allreduce) args.compress = cs->allreduce_compress(args.dtype, args.op);
+  // No rank of the communicator can hold device memory (agreed at its first call), so every
+  // buffer is host memory; where the host crossovers give this size to the MPI (tune.h:
+  // host_declines: bytes by type signature and agreed settings, the same on every rank),
+  // the MPI's call now, without classification, memory agreement or the engine's selection
+  // (each costs more than the MPI's own small call).
+  if (in.engine_supports && host_engine && cs->gpu == 0 && host_declines(user_tune_rules(), host_tune_rules(), args)) {
+    errno = app_errno;
+    const int rc = mpi();
+    if (rc != MPI_SUCCESS) {
+      stats.record(coll, Path::Error, 0);
+      return rc;
+    }
+    stats.record(coll, Path::Passthrough, bytes(true));
+    return rc;
+  }
   // Memory kinds: mine, then (for calls the engine could take) the agreed ones.
   const void *ptrs[2] = {bufs.send, bufs.recv};
   const LocalMemory lm = cs ? classify_call(&cs->memo, ptrs, cs->device) : classify_local(ptrs, 2, -1);
@@ -105,6 +125,13 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     args.zero_copy = cm.zero_copy;
   }
   Path path = decide(in);
+  // Host calls the engine declines (@mpi below a host crossover, rank-uniform: bytes by
+  // type signature, the agreed topology and settings) go to the MPI before anything is
+  // packed or deviated, once the engine is set up (at the same call on every rank).
+  if (path == Path::Engine && args.mem == MemKind::Host) {
+    const Engine *e = cs->engine.peek();
+    if (e && e->declines_host(args)) path = lm.device ? Path::Staged : Path::Passthrough;
+  }
   if (path == Path::Engine) {
     EngineOp op;
     op.args = args;
@@ -191,6 +218,8 @@ inline std::shared_ptr<EngineOp> team_async_prepare(Team *cs, Coll coll, Prepare
   std::shared_ptr<EngineOp> op = std::make_shared<EngineOp>();
   op->args.coll = coll;
   if (!prepare(&op->args, &op->plan)) return nullptr;
+  // The format agreed so far (a key set since is agreed by the next blocking call: every rank alike).
+  if (coll == Coll::Allreduce) op->args.compress = cs->allreduce_compress(op->args.dtype, op->args.op);
   op->keep_arrays(cs->size);
   return op;
 }

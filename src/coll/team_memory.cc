@@ -128,6 +128,7 @@ void agree_once(Team *cs) {
   cs->engine_settings = a.engine;
   cs->timeout_s = a.timeout_s;
   cs->agree_interval = a.agree_interval;
+  cs->compress_setting = a.allreduce_compress;
   // One line per setting and job, from rank 0 of MPI_COMM_WORLD, however many of its
   // communicators differ in it (a communicator without world rank 0 applies the same
   // outcome silently).
@@ -141,6 +142,35 @@ void agree_once(Team *cs) {
     GCOLL_WARN("the ranks of a communicator run different gcoll builds: this communicator uses the MPI");
   for (const UniformDifference &d : a.differences)
     if (said.insert(d.setting).second) GCOLL_WARN("%s", difference_message(d).c_str());
+}
+
+void Team::agree_compress() {
+  compress_pending = false;
+  process_stats().count(Counter::HiddenMpi);
+  MpiBootstrap boot(comm);
+  const long long mine = compress_info_mine;
+  long long lo = 0, hi = 0;
+  if (!ok(min_max(boot, &mine, 1, &lo, &hi))) {
+    compress_info = 0;  // nothing agreed: uncompressed, on every rank that gets here
+    GCOLL_WARN("the ranks could not agree on the info key gcoll_allreduce_compress: allreduces on this "
+               "communicator are not compressed");
+    return;
+  }
+  if (lo == hi) {
+    if (lo >= 0 && lo < kCompressFormats) compress_info = static_cast<int>(lo);
+    return;
+  }
+  compress_info = 0;
+  int world_rank = -1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  static std::once_flag said;
+  if (world_rank == 0)
+    std::call_once(said, [&] {
+      const auto name = [](long long v) { return v < 0 ? "unset" : compress_name(static_cast<Compress>(v)); };
+      GCOLL_WARN("the info key gcoll_allreduce_compress differs between the ranks of a communicator (%s to %s): "
+                 "its allreduces are not compressed",
+                 name(lo), name(hi));
+    });
 }
 
 namespace {

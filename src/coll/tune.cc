@@ -14,10 +14,14 @@ namespace gcoll {
 // buffers cannot be exposed; the bank algorithms (oneshot, rd, ring, binomial, ...)
 // never run on a device space that fuses (registry.cc), so what it cannot fuse (long
 // double elements) and cannot run zero-copy is staged. On a node's NVLink ring (only
-// there) the *_nvring algorithms, whatever the size.
+// there) the *_nvring algorithms, whatever the size; across nodes that each have one, the
+// nvring_hier rows (the ring inside each node, the rails between: nvring_hier.cc).
 const char *const kDefaultTune =
     "allreduce:0-inf:@nvring,bcast:0-inf:@nvring,allgather:0-inf:@nvring,reduce_scatter_block:0-inf:@nvring,"
     "reduce:0-inf:@nvring,reduce_scatter:0-inf:@nvring,alltoall:0-inf:@nvring,allgatherv:0-inf:@nvring,"
+    "allreduce:0-inf:@nvring_hier,bcast:0-inf:@nvring_hier,allgather:0-inf:@nvring_hier,"
+    "reduce_scatter_block:0-inf:@nvring_hier,reduce:0-inf:@nvring_hier,reduce_scatter:0-inf:@nvring_hier,"
+    "alltoall:0-inf:@nvring_hier,allgatherv:0-inf:@nvring_hier,"
     "allreduce:0-4M:@fused,allreduce:0-16K:@oneshot,allreduce:16K-inf:@twoshot,allreduce:4M-inf:@fused,"
     "allreduce:16K-256K:@rd,allreduce:256K-inf:@ring,allreduce:0-inf:@staged,"
     "bcast:0-inf:@fused,bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
@@ -36,6 +40,20 @@ const char *const kDefaultTune =
 const char *const kTimeSlicedTune =
     "allreduce:0-4M:@staged,bcast:0-4M:@staged,allgather:0-1M:@staged,reduce_scatter_block:0-1M:@staged,"
     "reduce:0-4M:@staged,reduce_scatter:0-1M:@staged,alltoall:0-1M:@staged,allgatherv:0-1M:@staged";
+
+// Host buffers (GCOLL_HOST_BUFFERS=engine): the sizes where the MPI's own collective beat
+// the engine, measured (docs/host-engine-vs-mpi.md: 4 ranks on 2 x 2 virtual nodes, Open
+// MPI 4.1.4, 2-core VM, medians of 3 alternating runs at ce8253c) and read as
+// scripts/tune_host.py reads a measurement: a size between two measured sizes goes as the
+// smaller one did; @mpi wherever the engine's median was not at least the MPI's. Sizes in
+// the selection's bytes (tune.h): allgatherv its total, reduce_scatter_block its block
+// (the benchmark's size / 4). Applied on every node shape (one node was not measured: the
+// MPI where unsure). GCOLL_HOST_TUNE replaces it with a measurement of the machine.
+const char *const kHostTune =
+    "allreduce:0-4K:@mpi,allreduce:256K-inf:@mpi,bcast:0-inf:@mpi,allgather:0-inf:@mpi,allgatherv:0-inf:@mpi,"
+    "alltoall:0-inf:@mpi,reduce:0-1M:@mpi,reduce:2M-inf:@mpi,"
+    "reduce_scatter:0-128K:@mpi,reduce_scatter:256K-512K:@mpi,reduce_scatter:2M-16M:@mpi,"
+    "reduce_scatter_block:0-32K:@mpi";
 
 namespace {
 
@@ -101,6 +119,11 @@ const std::vector<TuneRule> &time_sliced_rules() {
   return rules;
 }
 
+const std::vector<TuneRule> &builtin_host_rules() {
+  static const std::vector<TuneRule> rules = builtin_rules(kHostTune);
+  return rules;
+}
+
 const Algorithm *first_match(const std::vector<TuneRule> &rules, const CollArgs &a, const Topology &t) {
   const std::uint64_t b = a.bytes();
   for (const auto &r : rules)
@@ -158,7 +181,9 @@ std::string describe_algorithms(const std::string &user_tune) {
     std::string r = ranges_of(default_rules(), &a);
     const std::string ts = ranges_of(time_sliced_rules(), &a);
     if (!ts.empty()) r += (r.empty() ? "" : " ") + ts + " (GPUs shared without MPS)";
-    o << "  " << pad(coll_name(a.coll), 21) << pad(a.name, 14) << (r.empty() ? "- (only through GCOLL_TUNE)" : r)
+    const std::string hs = ranges_of(host_tune_rules(), &a);
+    if (!hs.empty()) r += (r.empty() ? "" : " ") + hs + " (host buffers: GCOLL_HOST_TUNE)";
+    o << "  " << pad(coll_name(a.coll), 21) << pad(a.name, 14) << (r.empty() ? (std::string(a.name) == "compressed" ? "- (asked: GCOLL_ALLREDUCE_COMPRESS, info key gcoll_allreduce_compress)" : "- (only through GCOLL_TUNE)") : r)
       << "\n      " << a.description << "\n";
   }
   // The rules per collective, in the order they are tried (the first whose algorithm
@@ -166,9 +191,16 @@ std::string describe_algorithms(const std::string &user_tune) {
   o << "selection, per collective, in the order tried (GCOLL_TUNE's rules come first; device buffers on nodes of "
        "several GPUs take the cost model's pick before the rules for every call: GCOLL_COST_MODEL, "
        "docs/cost-model.md, gcoll_info --topology):\n";
+  const std::string &ht = config().host_tune;
+  const std::string host_label = !host_tune_error().empty()     ? "GCOLL_HOST_TUNE invalid: the built-in crossovers"
+                                 : ht.empty() || ht == "default" ? "the built-in crossovers"
+                                 : ht == "off"                   ? "GCOLL_HOST_TUNE=off"
+                                                                 : "GCOLL_HOST_TUNE's rules";
   for (int c = 0; c < kBlockingColls; ++c) {
     const Coll coll = static_cast<Coll>(c);
-    std::string ts, def;
+    std::string ts, def, host;
+    for (const auto &r : host_tune_rules())
+      if (r.coll == coll) host += " " + size_text(r.lo) + "-" + size_text(r.hi) + ":@" + r.algo->name;
     for (const auto &r : time_sliced_rules())
       if (r.coll == coll) ts += " " + size_text(r.lo) + "-" + size_text(r.hi) + ":@" + r.algo->name;
     for (const auto &r : default_rules())
@@ -180,6 +212,8 @@ std::string describe_algorithms(const std::string &user_tune) {
       continue;
     }
     o << "  " << coll_name(coll) << ":\n";
+    o << "    host buffers (GCOLL_HOST_BUFFERS=engine), before the rules below (" << host_label
+      << "):" << (host.empty() ? " none" : host) << "\n";
     if (!ts.empty()) o << "    device buffers on GPUs shared without MPS (space not fusing):" << ts << "\n";
     o << "    every call:" << def << "\n";
   }
@@ -198,8 +232,25 @@ std::string describe_algorithms(const std::string &user_tune) {
   return o.str();
 }
 
-const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t) {
+bool host_declines(const std::vector<TuneRule> &user, const std::vector<TuneRule> &host, const CollArgs &a) {
+  if (a.compress != Compress::Off) return false;
+  const std::uint64_t b = a.bytes();
+  const auto covers = [&](const TuneRule &r) { return r.coll == a.coll && b >= r.lo && b < r.hi; };
+  for (const auto &r : user)
+    if (covers(r)) return false;
+  for (const auto &r : host)
+    if (covers(r)) return !r.algo->run && std::string(r.algo->name) == "mpi";
+  return false;
+}
+
+const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t,
+                                  const std::vector<TuneRule> *host) {
+  // The compressed allreduce where the communicator asked for it (agreed: rank-uniform), before any rule.
+  if (a.compress != Compress::Off)
+    if (const Algorithm *x = find_algorithm(Coll::Allreduce, "compressed"); x && x->supports(a, t)) return x;
   if (const Algorithm *x = first_match(user, a, t)) return x;
+  if (host && a.mem == MemKind::Host)
+    if (const Algorithm *x = first_match(*host, a, t)) return x;
   if (a.time_sliced && !a.fused)
     if (const Algorithm *x = first_match(time_sliced_rules(), a, t)) return x;
   // Device buffers on nodes of several GPUs: the cost model's pick (its links agreed by
@@ -234,5 +285,30 @@ const UserTune &user_tune() {
 
 const std::vector<TuneRule> &user_tune_rules() { return user_tune().rules; }
 const std::string &user_tune_error() { return user_tune().error; }
+
+std::vector<TuneRule> host_rules_of(const std::string &setting, std::string *error) {
+  error->clear();
+  if (setting.empty() || setting == "default") return builtin_host_rules();
+  if (setting == "off") return {};
+  std::vector<TuneRule> rules;
+  if (!ok(parse_tune(setting, &rules, error))) return builtin_host_rules();
+  return rules;
+}
+
+namespace {
+
+const UserTune &host_tune() {
+  static const UserTune u = [] {
+    UserTune t;
+    t.rules = host_rules_of(config().host_tune, &t.error);
+    return t;
+  }();
+  return u;
+}
+
+}  // namespace
+
+const std::vector<TuneRule> &host_tune_rules() { return host_tune().rules; }
+const std::string &host_tune_error() { return host_tune().error; }
 
 }  // namespace gcoll

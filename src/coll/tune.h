@@ -6,9 +6,10 @@
 //     lo, hi := size (4096, 64K, 1M, ...) | inf        message bytes in [lo, hi)
 // Message bytes: allreduce and bcast count x type size; allgather the per-rank block.
 // User rules come first; the first rule that matches the size and whose algorithm
-// supports the call wins, then (device buffers on nodes of several GPUs) the cost model's
-// pick, then the default rules. An invalid GCOLL_TUNE is reported and
-// ignored whole, never half-applied.
+// supports the call wins, then (host buffers) the host crossovers (GCOLL_HOST_TUNE, by
+// default kHostTune: @mpi where the MPI's own collective is faster), then (device buffers
+// on nodes of several GPUs) the cost model's pick, then the default rules. An invalid
+// GCOLL_TUNE is reported and ignored whole, never half-applied.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,11 @@ struct TuneRule {
 };
 
 extern const char *const kDefaultTune;
+// Tried after the user's rules and before everything else for host-buffer calls
+// (GCOLL_HOST_BUFFERS=engine): the sizes where the MPI's own collective was measured faster
+// than the engine (@mpi: the engine declines, the call goes to the MPI). GCOLL_HOST_TUNE
+// replaces it (rules measured on the machine: scripts/tune_host.py) or turns it off.
+extern const char *const kHostTune;
 // Tried after the user's rules and before kDefaultTune for device calls on GPUs that
 // ranks share without MPS (CollArgs::time_sliced) where the device space does not fuse.
 extern const char *const kTimeSlicedTune;
@@ -44,9 +50,28 @@ std::string describe_algorithms(const std::string &user_tune);
 const std::vector<TuneRule> &user_tune_rules();
 const std::string &user_tune_error();
 
-// The algorithm for a call: user rules; on GPUs shared without MPS their rules; for device
+// The process's host crossover rules, parsed once from GCOLL_HOST_TUNE: kHostTune's for
+// "default" (or empty), none for "off", else the setting's rules; invalid rules: kHostTune's,
+// and host_tune_error() says why (reported at start-up). GCOLL_HOST_TUNE is agreed
+// (uniform_settings.cc): every rank of an engine communicator has the same rules.
+const std::vector<TuneRule> &host_tune_rules();
+const std::string &host_tune_error();
+// The rules `setting` (GCOLL_HOST_TUNE's value) stands for, as host_tune_rules() reads it.
+std::vector<TuneRule> host_rules_of(const std::string &setting, std::string *error);
+
+// The algorithm for a call: user rules; for host buffers the `host` rules (the engine passes
+// host_tune_rules(); nullptr: none); on GPUs shared without MPS their rules; for device
 // buffers with the cost model's links (CollArgs::model: nodes of several GPUs) the model's
-// pick (coll/cost_model.h); then defaults. nullptr: none supports it.
-const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t);
+// pick (coll/cost_model.h); then defaults. nullptr: none supports it. An algorithm without
+// a run (@mpi, @staged): the engine declines the call.
+const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t,
+                                  const std::vector<TuneRule> *host = nullptr);
+
+// Whether select_algorithm would give the host-buffer call `a` to the MPI (@mpi) by the
+// host rules alone, decided without a topology: no compression asked, no GCOLL_TUNE rule
+// for its collective and size, and the first host rule for them is @mpi (whose supports()
+// is "host buffers": true). False where it cannot say so without the engine (the full
+// selection then decides, as before). Rank-uniform: bytes by type signature, agreed settings.
+bool host_declines(const std::vector<TuneRule> &user, const std::vector<TuneRule> &host, const CollArgs &a);
 
 }  // namespace gcoll

@@ -100,6 +100,19 @@ Status lookup_or_create(MPI_Comm comm, CommState **out) {
   return Status::Ok;
 }
 
+CommState *comm_state_peek(MPI_Comm comm) {
+  int kv;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    kv = g_keyval;
+  }
+  if (kv == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL) return nullptr;
+  void *attr = nullptr;
+  int found = 0;
+  if (PMPI_Comm_get_attr(comm, kv, &attr, &found) != MPI_SUCCESS || !found) return nullptr;
+  return static_cast<CommState *>(attr);
+}
+
 int live_comm_states() {
   std::lock_guard<std::mutex> lock(g_mu);
   return static_cast<int>(g_registry.size());

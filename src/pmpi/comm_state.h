@@ -50,6 +50,9 @@ inline Status comm_state(MPI_Comm comm, CommState **out) {
   return detail::comm_state_slow(comm, out);
 }
 
+// The state of `comm` if it has one (nullptr: none yet); creates nothing.
+CommState *comm_state_peek(MPI_Comm comm);
+
 int live_comm_states();
 
 // Inside MPI_Finalize: releases the state of every communicator still alive and the keyval.

@@ -80,6 +80,8 @@ void apply_logging(const ParsedConfig &pc) {
   if (rank == 0 || log_on(LogLevel::Info)) {
     for (const auto &m : pc.messages) log_write(LogLevel::Warn, "%s", m.c_str());
     if (!user_tune_error().empty()) log_write(LogLevel::Warn, "GCOLL_TUNE ignored: %s", user_tune_error().c_str());
+    if (!host_tune_error().empty())
+      log_write(LogLevel::Warn, "GCOLL_HOST_TUNE ignored (the built-in crossovers apply): %s", host_tune_error().c_str());
   }
 }
 

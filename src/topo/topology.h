@@ -31,9 +31,10 @@ struct Topology {
   std::vector<std::vector<int>> members; // node index -> comm ranks by local rank
   MPI_Comm node_comm = MPI_COMM_NULL;    // my node's ranks (by local rank)
   MPI_Comm rail_comm = MPI_COMM_NULL;    // my rail (by node index), or MPI_COMM_NULL
-  // The device engine's NVLink ring (coll/device_topo.h), on one node whose GPUs are P2P
-  // only along a cycle: the local ranks in ring order; each rank reads only its
-  // predecessor's memory. Empty everywhere else (every host topology).
+  // The device engine's NVLink ring (coll/device_topo.h), on a node whose GPUs are P2P
+  // only along a cycle: my node's local ranks in ring order; each rank reads only its
+  // predecessor's memory. Across nodes only where every node has one (each its own).
+  // Empty everywhere else (every host topology).
   std::vector<int> ring;
 
   bool has_rail() const { return local_rank < min_local; }

@@ -253,6 +253,34 @@ TEST(CostModel, AnyNameGetsARule) {
   EXPECT_TRUE(std::isfinite(m) && m > 0);
 }
 
+// Two nodes, each on its NVLink ring (issue 31 item 3): only the nvring_hier rows take
+// device calls there, so the model picks them for every collective and size (finite,
+// positive predictions); one node of the same ring keeps the nvring rows.
+TEST(CostModel, RingsAcrossNodesPickNvringHier) {
+  const Machine r("dgx1_ring4.xml");
+  ASSERT_EQ(r.links.valid, 1);
+  ASSERT_FALSE(r.dt.ring.empty());
+  const int L = r.dt.size;
+  std::vector<int> keys(2 * static_cast<std::size_t>(L));
+  for (int i = 0; i < 2 * L; ++i) keys[i] = i < L ? 0 : L;
+  Topology two;
+  compute_layout(keys, 0, &two);
+  two.ring = r.dt.ring;
+  for (Coll c : kColls)
+    for (std::uint64_t whole : {8 * KiB, 16 * MiB, GiB}) {
+      Call call(c, whole, two.size);
+      const Algorithm *al = model_pick(call.a, two, r.links);
+      ASSERT_NE(al, nullptr) << coll_name(c);
+      EXPECT_STREQ(al->name, "nvring_hier") << coll_name(c) << " " << whole;
+      const double us = predict_us(*al, call.a, two, r.links);
+      EXPECT_TRUE(std::isfinite(us) && us > 0) << coll_name(c);
+      Call one(c, whole, L);
+      const Algorithm *al1 = model_pick(one.a, r.dt, r.links);
+      ASSERT_NE(al1, nullptr);
+      EXPECT_STREQ(al1->name, "nvring") << coll_name(c);
+    }
+}
+
 TEST(CostModel, GoldenText) {
   for (const char *file : kMachines) {
     const topo::NodeTopo t = load(file);

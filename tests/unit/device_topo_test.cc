@@ -216,6 +216,19 @@ TEST(DeviceTopoNic, InfoTextShowsTheOrder) {
   EXPECT_NE(vm.find("    island 3: rank 3 (SYS)\n"), std::string::npos) << vm;
 }
 
+// On an NVLink ring (dgx1_ring4.xml) the device paths say that nodes with such a ring run
+// along it across nodes too (@nvring_hier), and the NIC order is the whole node's (the ring
+// keeps the node together), not per island.
+TEST(DeviceTopoNic, InfoTextOnTheRingAcrossNodes) {
+  const std::string ring = device_paths_text(topo::load("dgx1_ring4.xml"), 4);
+  EXPECT_NE(ring.find("(@nvring_hier, all eight collectives)\n"), std::string::npos) << ring;
+  EXPECT_NE(ring.find("(local rank 0, rail 0, ...): rank 0 (PIX), rank 1 (PIX), rank 2 (PIX), rank 3 (PIX)\n"),
+            std::string::npos)
+      << ring;
+  EXPECT_EQ(ring.find("island 2:"), std::string::npos) << ring;
+  EXPECT_EQ(device_paths_text(topo::load("nic_far4.xml"), 4).find("nvring_hier"), std::string::npos);
+}
+
 // Uneven nodes: the ranks without a rail (local rank >= the smallest node's size) are
 // each node's farthest from a NIC; ties keep communicator rank order, so a machine whose
 // GPUs are all as near (hgx_h100: a NIC on every GPU's switch) keeps its ranks' order.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -148,6 +149,69 @@ TEST(RailThreads, AllreduceCountsItsNetworkRounds) {
 // ---- bcast ------------------------------------------------------------------------------
 
 std::uint8_t pattern(int root, std::size_t i) { return static_cast<std::uint8_t>(root * 31 + i * 7 + 1); }
+
+// ---- the compressed ring (RailAllreduce::start_compressed, docs/compression.md) ---------
+
+// Every rank ends with the same bits, and each element is within the documented bound of
+// the double-precision sum: |r - sum| <= n (u S + a)(1 + n u) + n 2^-23 S, S = sum of |x| over the
+// ranks, a = the format's absolute term (fp16: 2^-25; fp8: 2^-10 of the largest block
+// scale an element's block can have, from the largest S within 255 elements).
+template <class T>
+void check_compressed(int n, Compress c, std::size_t count) {
+  const double u = c == Compress::Bf16 ? std::ldexp(1.0, -8) : c == Compress::Fp16 ? std::ldexp(1.0, -11)
+                                                                                   : std::ldexp(1.0, -4);
+  const DType t = sizeof(T) == 4 ? DType::Float : DType::Double;
+  auto value = [](int r, std::size_t i) {
+    // Mixed signs and magnitudes, some exact zeros.
+    const std::uint64_t h = (static_cast<std::uint64_t>(r) * 2654435761u + i * 40503u) % 10007u;
+    if (h % 17 == 0) return T(0);
+    return static_cast<T>((static_cast<double>(h) - 5003.0) / 997.0 * std::ldexp(1.0, static_cast<int>(h % 9) - 4));
+  };
+  std::vector<std::vector<T>> out(n);
+  const auto st = run_ranks(n, [&](int r, net::Channel *ch) {
+    std::vector<T> buf(count);
+    for (std::size_t i = 0; i < count; ++i) buf[i] = value(r, i);
+    std::vector<char> cbuf(2 * ((compressed_bytes(c, count) + 63) / 64 * 64) + 64);
+    RailAllreduce x;
+    Status s = x.start_compressed(make_rail(ch, 1), c, t, buf.data(), count, sizeof(T), cbuf.data(), cbuf.size());
+    if (ok(s)) s = x.finish();
+    out[r] = buf;
+    return s;
+  });
+  ASSERT_EQ(st, std::vector<Status>(n, Status::Ok)) << statuses(st);
+  std::vector<double> S(count), sum(count);
+  for (std::size_t i = 0; i < count; ++i)
+    for (int r = 0; r < n; ++r) {
+      sum[i] += static_cast<double>(value(r, i));
+      S[i] += std::fabs(static_cast<double>(value(r, i)));
+    }
+  std::vector<double> G((count + 255) / 256);
+  for (std::size_t i = 0; i < count; ++i) G[i / 256] = std::max(G[i / 256], S[i]);
+  for (std::size_t i = 0; i < count; ++i) {
+    for (int r = 1; r < n; ++r)
+      ASSERT_EQ(std::memcmp(&out[r][i], &out[0][i], sizeof(T)), 0) << "rank " << r << " element " << i;
+    double a = c == Compress::Fp16 ? std::ldexp(1.0, -25) : 0;
+    if (c == Compress::Fp8) {
+      // The largest S of the 256-aligned groups the window [i - 255, i + 255] touches.
+      double m = 0;
+      for (std::size_t g = (i >= 255 ? i - 255 : 0) / 256; g <= std::min(count - 1, i + 255) / 256; ++g)
+        m = std::max(m, G[g]);
+      a = std::ldexp(m / 448, -10);
+    }
+    const double bound = n * (u * S[i] + a) * (1 + n * u) * 1.001 + n * std::ldexp(1.0, -23) * S[i];
+    ASSERT_LE(std::fabs(static_cast<double>(out[0][i]) - sum[i]), bound) << "element " << i << " n " << n;
+  }
+}
+
+TEST(RailThreads, CompressedRingSameBitsOnEveryRankWithinTheBound) {
+  for (Compress c : {Compress::Bf16, Compress::Fp16, Compress::Fp8})
+    for (int n : {2, 3, 5})
+      for (std::size_t count : {std::size_t{1}, std::size_t{4}, std::size_t{1000}, std::size_t{3001}}) {
+        SCOPED_TRACE(std::string(compress_name(c)) + " n=" + std::to_string(n) + " count=" + std::to_string(count));
+        check_compressed<float>(n, c, count);
+        check_compressed<double>(n, c, count);
+      }
+}
 
 TEST(RailThreads, BcastBinomialFromEveryRoot) {
   const std::vector<std::size_t> sizes = {0, 1, 13, 1000, 4099 * 8};

@@ -512,7 +512,8 @@ TEST(Tune, FusedAndTimeSlicedDeviceSelection) {
 
 // Issue 31 item 2: on a node's NVLink ring (Topology::ring) every one of the engine's eight
 // collectives runs @nvring on device buffers, in place and not, at every size (the others
-// read peers the ring's space does not map); never on host memory nor across nodes. On a
+// read peers the ring's space does not map); never on host memory; across nodes that each
+// have one, @nvring_hier. On a
 // space that fuses (no banks) alltoall in place runs @direct; reduce_scatter(_block) in
 // place are still staged there (no scratch: docs/engine.md).
 TEST(Tune, NvringTakesEveryEngineCollectiveOnTheRing) {
@@ -541,18 +542,34 @@ TEST(Tune, NvringTakesEveryEngineCollectiveOnTheRing) {
         const Algorithm *h = select_algorithm({}, a, ring);
         EXPECT_TRUE(!h || std::strcmp(h->name, "nvring") != 0) << coll_name(c);
       }
+  // Across nodes, every node on its ring (issue 31 item 3): @nvring_hier for all eight,
+  // device buffers only; nodes of different sizes (ranks without a rail): neither.
   Topology two;
-  two.num_nodes = 2;
-  two.size = 4;
-  two.local_size = 2;
-  two.ring = {0, 1};  // (never made across nodes; were it, no @nvring)
+  compute_layout({0, 0, 0, 3, 3, 3}, 0, &two);
+  two.ring = {0, 2, 1};
+  Topology uneven;
+  compute_layout({0, 0, 0, 3, 3, 3, 3}, 0, &uneven);
+  uneven.ring = {0, 2, 1};
+  const int counts6[7] = {3, 0, 5, 1, 2, 2, 2};
+  const std::size_t bytes6[7] = {3, 0, 5, 1, 2, 2, 2}, offsets6[7] = {0, 3, 3, 8, 9, 11, 13};
+  for (Coll c : colls)
+    for (bool in_place : {false, true}) {
+      CollArgs a;
+      a.coll = c;
+      a.mem = MemKind::Device;
+      a.sendbuf = in_place ? nullptr : &a;
+      a.count = 8;
+      a.counts = counts6;
+      a.block_bytes = bytes6;
+      a.block_offsets = offsets6;
+      EXPECT_STREQ(select_algorithm({}, a, two)->name, "nvring_hier") << coll_name(c) << " " << in_place;
+      const Algorithm *u = select_algorithm({}, a, uneven);
+      EXPECT_TRUE(!u || std::strncmp(u->name, "nvring", 6) != 0) << coll_name(c);
+      a.mem = MemKind::Host;
+      const Algorithm *h = select_algorithm({}, a, two);
+      EXPECT_TRUE(!h || std::strncmp(h->name, "nvring", 6) != 0) << coll_name(c);
+    }
   CollArgs a;
-  a.coll = Coll::Reduce;
-  a.mem = MemKind::Device;
-  a.sendbuf = &a;
-  a.count = 8;
-  const Algorithm *x = select_algorithm({}, a, two);
-  EXPECT_TRUE(!x || std::strcmp(x->name, "nvring") != 0);
   // A space that fuses, one node without a ring.
   Topology one;
   one.num_nodes = 1;
@@ -658,6 +675,90 @@ TEST(Tune, SelectionFollowsSizeAndUserRulesFirst) {
   ASSERT_EQ(parse_tune("allreduce:1M-inf:@rabenseifner", &user, &err), Status::Ok) << err;
   EXPECT_STREQ(select_algorithm(user, a, t)->name, "rabenseifner");
   EXPECT_EQ(select_algorithm(user, a, t)->schedule, schedule_rabenseifner);
+}
+
+// Issue 32 item 1: host buffers go to the MPI's own collective (@mpi: no run, the engine
+// declines) at the sizes of the host crossovers, the engine elsewhere; device buffers never
+// see them; GCOLL_HOST_TUNE replaces or drops them; GCOLL_TUNE's rules come first.
+TEST(Tune, HostCrossoversSendHostCallsToTheMpi) {
+  std::vector<TuneRule> host;
+  std::string err;
+  ASSERT_EQ(parse_tune(kHostTune, &host, &err), Status::Ok) << err;
+  ASSERT_FALSE(host.empty());
+  for (const auto &r : host) {
+    EXPECT_STREQ(r.algo->name, "mpi") << coll_name(r.coll);
+    EXPECT_EQ(r.algo->run, nullptr);
+  }
+  // Every engine collective has its @mpi row, taking host buffers only.
+  Topology t;
+  compute_layout({0, 0, 2, 2}, 0, &t);  // two nodes of two
+  for (Coll c : {Coll::Allreduce, Coll::Bcast, Coll::Allgather, Coll::Allgatherv, Coll::Reduce_scatter_block,
+                 Coll::Reduce, Coll::Reduce_scatter, Coll::Alltoall}) {
+    const Algorithm *m = find_algorithm(c, "mpi");
+    ASSERT_NE(m, nullptr) << coll_name(c);
+    EXPECT_EQ(m->run, nullptr);
+    CollArgs x;
+    x.coll = c;
+    EXPECT_TRUE(m->supports(x, t)) << coll_name(c);
+    x.mem = MemKind::Device;
+    EXPECT_FALSE(m->supports(x, t)) << coll_name(c);
+  }
+  // Allreduce (built-in): the MPI below 4K and from 256K; the engine's algorithms between.
+  CollArgs a;
+  a.coll = Coll::Allreduce;
+  a.elem = 4;
+  a.reducible = true;
+  const std::pair<std::size_t, const char *> expect[] = {
+      {8, "mpi"}, {4095, "mpi"}, {4096, "oneshot"}, {16384, "rd"}, {256 * 1024 - 4, "rd"}, {256 * 1024, "mpi"},
+      {std::size_t{16} << 20, "mpi"}};
+  for (const auto &e : expect) {
+    a.count = e.first / 4;
+    EXPECT_STREQ(select_algorithm({}, a, t, &host)->name, e.second) << a.bytes();
+  }
+  // Without host rules (GCOLL_HOST_TUNE=off; unit tests' default): the engine at every size.
+  a.count = 2;
+  EXPECT_STREQ(select_algorithm({}, a, t)->name, "oneshot");
+  EXPECT_STREQ(select_algorithm({}, a, t, nullptr)->name, "oneshot");
+  // Device buffers: the host crossovers do not apply.
+  a.mem = MemKind::Device;
+  EXPECT_STREQ(select_algorithm({}, a, t, &host)->name, "oneshot");
+  a.mem = MemKind::Host;
+  // GCOLL_TUNE first: a user's engine rule beats the crossover, a user's @mpi the engine.
+  std::vector<TuneRule> user;
+  ASSERT_EQ(parse_tune("allreduce:0-1K:@rd,bcast:0-inf:@mpi", &user, &err), Status::Ok) << err;
+  EXPECT_STREQ(select_algorithm(user, a, t, &host)->name, "rd");
+  CollArgs b;
+  b.coll = Coll::Bcast;
+  b.elem = 1;
+  b.count = 8;
+  EXPECT_STREQ(select_algorithm(user, b, t)->name, "mpi");
+  b.mem = MemKind::Device;  // @mpi takes no device buffers: the defaults
+  EXPECT_STRNE(select_algorithm(user, b, t)->name, "mpi");
+  // Reduce_scatter_block: the selection's bytes are the block.
+  CollArgs r;
+  r.coll = Coll::Reduce_scatter_block;
+  r.elem = 4;
+  r.reducible = true;
+  r.count = 1024;  // 4K block
+  EXPECT_STREQ(select_algorithm({}, r, t, &host)->name, "mpi");
+  r.count = 8192;  // 32K block
+  EXPECT_STRNE(select_algorithm({}, r, t, &host)->name, "mpi");
+  // GCOLL_HOST_TUNE's values.
+  EXPECT_EQ(host_rules_of("default", &err).size(), host.size());
+  EXPECT_TRUE(err.empty());
+  EXPECT_EQ(host_rules_of("", &err).size(), host.size());
+  EXPECT_TRUE(host_rules_of("off", &err).empty());
+  EXPECT_TRUE(err.empty());
+  const auto mine = host_rules_of("allgather:0-1K:@mpi", &err);
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_TRUE(err.empty());
+  EXPECT_EQ(mine[0].coll, Coll::Allgather);
+  EXPECT_EQ(host_rules_of("allgather:0-1K:@nope", &err).size(), host.size());  // invalid: the built-in ones
+  EXPECT_FALSE(err.empty());
+  // gcoll_info's table shows the @mpi rows and the host rules per collective.
+  const std::string table = describe_algorithms("");
+  EXPECT_NE(table.find("host buffers (GCOLL_HOST_BUFFERS=engine), before the rules below"), std::string::npos);
+  EXPECT_NE(table.find("0-4K:@mpi"), std::string::npos);
 }
 
 TEST(Tune, AlgorithmTableNamesDefaultsAndUnknownRules) {

@@ -113,6 +113,13 @@ TEST(UniformSettings, ScheduleSettingsThatDifferTakeTheEngineAway) {
   EXPECT_FALSE(t[0].engine);
   ASSERT_EQ(t[0].differences.size(), 1u);
   EXPECT_EQ(t[0].differences[0].lo, "");  // strings: only that they differ
+  // The host crossovers (issue 32): ranks that would decline different sizes must not meet
+  // in the engine.
+  const auto h = agree({{{"GCOLL_HOST_TUNE", "off"}}, {}});
+  EXPECT_FALSE(h[0].engine);
+  ASSERT_EQ(h[0].differences.size(), 1u);
+  EXPECT_EQ(h[0].differences[0].setting, "GCOLL_HOST_TUNE");
+  EXPECT_TRUE(agree({{{"GCOLL_HOST_TUNE", "off"}}, {{"GCOLL_HOST_TUNE", "off"}}})[0].engine);
   const auto r = agree({{{"GCOLL_RANKS_PER_NODE", "2"}}, {{"GCOLL_RANKS_PER_NODE", "2"}}});
   EXPECT_TRUE(r[0].engine);
   EXPECT_FALSE(agree({{{"GCOLL_RANKS_PER_NODE", "1"}}, {{"GCOLL_RANKS_PER_NODE", "2"}}})[0].engine);
@@ -140,6 +147,23 @@ TEST(UniformSettings, TimeoutIsTheSmallestNonzeroValue) {
   EXPECT_EQ(agree({{}, {}})[0].timeout_s, 0);
   EXPECT_EQ(agree({{{"GCOLL_TIMEOUT", "30"}}, {}})[0].timeout_s, 30);
   EXPECT_EQ(agree({{{"GCOLL_TIMEOUT", "30"}}, {{"GCOLL_TIMEOUT", "10"}}, {}})[0].timeout_s, 10);
+}
+
+// GCOLL_ALLREDUCE_COMPRESS (docs/compression.md): the format where every rank says it,
+// off (uncompressed, with the one warning) where they differ; the engine stays.
+TEST(UniformSettings, AllreduceCompressIsOffWhereTheRanksDiffer) {
+  EXPECT_EQ(agree({{}, {}})[0].allreduce_compress, 0);
+  auto v = agree({{{"GCOLL_ALLREDUCE_COMPRESS", "fp8"}}, {{"GCOLL_ALLREDUCE_COMPRESS", "FP8"}}});
+  EXPECT_EQ(v[0].allreduce_compress, 3);
+  EXPECT_EQ(v[1].allreduce_compress, 3);
+  EXPECT_TRUE(v[0].differences.empty());
+  v = agree({{{"GCOLL_ALLREDUCE_COMPRESS", "bf16"}}, {{"GCOLL_ALLREDUCE_COMPRESS", "fp16"}}, {}});
+  for (const auto &a : v) {
+    EXPECT_EQ(a.allreduce_compress, 0);
+    EXPECT_TRUE(a.engine);
+    ASSERT_EQ(a.differences.size(), 1u);
+    EXPECT_EQ(a.differences[0].setting, "GCOLL_ALLREDUCE_COMPRESS");
+  }
 }
 
 TEST(UniformSettings, ADifferentBuildMeansTheMpiForEverything) {

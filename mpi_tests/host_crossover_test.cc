@@ -1,0 +1,241 @@
+// Host crossovers (issue 32 item 1): with GCOLL_HOST_BUFFERS=engine, a host-buffer call of
+// one of the engine's eight collectives goes to the MPI's own collective (the stats'
+// "passthrough") at the sizes an @mpi rule covers, and through the engine at the others;
+// every rank alike, with results equal to PMPI_* on copies of the same inputs.
+//
+// The rules the program expects are GCOLLTEST_MPI_RULES (else GCOLL_HOST_TUNE): the @mpi
+// rules of GCOLL_TUNE's grammar (coll:lo-hi:@mpi, [lo, hi) in the selection's bytes:
+// allreduce, reduce, bcast the message; allgather and alltoall the block; allgatherv and
+// reduce_scatter the total; reduce_scatter_block the block), read here by a parser of its
+// own. mpi_tests/CMakeLists.txt runs it with the rules in GCOLL_HOST_TUNE (the host
+// crossovers) and in GCOLL_TUNE (a user's @mpi).
+#include <gcoll/gcoll.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace gct {
+namespace {
+
+struct MpiRange {
+  std::string coll;
+  std::uint64_t lo, hi;
+};
+
+bool parse_bytes(const std::string &s, std::uint64_t *v) {
+  if (s == "inf") {
+    *v = UINT64_MAX;
+    return true;
+  }
+  char *end = nullptr;
+  const unsigned long long x = std::strtoull(s.c_str(), &end, 10);
+  if (end == s.c_str()) return false;
+  std::uint64_t m = 1;
+  if (*end == 'K') m = 1024, ++end;
+  else if (*end == 'M') m = 1024 * 1024, ++end;
+  else if (*end == 'G') m = 1024ull * 1024 * 1024, ++end;
+  if (*end) return false;
+  *v = x * m;
+  return true;
+}
+
+// The @mpi rules of `text`; other rules are left out (they do not send calls to the MPI).
+std::vector<MpiRange> parse_mpi_rules(const std::string &text, bool *ok) {
+  std::vector<MpiRange> out;
+  *ok = true;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string r = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (r.empty()) continue;
+    const size_t c1 = r.find(':'), c2 = r.find(':', c1 + 1), dash = r.find('-', c1 + 1);
+    if (c1 == std::string::npos || c2 == std::string::npos || dash == std::string::npos || dash > c2) {
+      *ok = false;
+      continue;
+    }
+    MpiRange m;
+    m.coll = r.substr(0, c1);
+    if (!parse_bytes(r.substr(c1 + 1, dash - c1 - 1), &m.lo) || !parse_bytes(r.substr(dash + 1, c2 - dash - 1), &m.hi))
+      *ok = false;
+    else if (r.substr(c2 + 1) == "@mpi")
+      out.push_back(m);
+  }
+  return out;
+}
+
+const std::vector<MpiRange> &mpi_rules() {
+  static const std::vector<MpiRange> rules = [] {
+    const char *t = std::getenv("GCOLLTEST_MPI_RULES");
+    if (!t) t = std::getenv("GCOLL_HOST_TUNE");
+    bool ok = true;
+    auto r = parse_mpi_rules(t ? t : "", &ok);
+    if (!ok) report("cannot read the rules '%s'", t ? t : "");
+    return r;
+  }();
+  return rules;
+}
+
+bool expect_mpi(const char *coll, std::uint64_t bytes) {
+  for (const auto &r : mpi_rules())
+    if (r.coll == coll && bytes >= r.lo && bytes < r.hi) return true;
+  return false;
+}
+
+// Selection bytes per call, from under the smallest rule to above the engine's small
+// sizes: crossovers between them are seen on both sides.
+const std::uint64_t kSizes[] = {64, 1024, 4096, 16384, 65536};
+
+float value_of(int rank, size_t i) { return static_cast<float>((rank * 7 + static_cast<int>(i) * 3) % 11); }
+
+// Runs `call` (gcoll's path) and `ref` (PMPI_* on copies; the caller compares the results)
+// and checks that the call took the path the rules say: one passthrough call and no engine
+// call where an @mpi rule covers `bytes`, one engine call and no passthrough otherwise.
+template <class Call, class Ref>
+bool run_checked(const char *coll, std::uint64_t bytes, Call &&call, Ref &&ref) {
+  set_phase("%s, %llu bytes", coll, static_cast<unsigned long long>(bytes));
+  const long long e0 = gcoll_call_count(coll, "engine"), p0 = gcoll_call_count(coll, "passthrough");
+  const int rc = call();
+  const long long e1 = gcoll_call_count(coll, "engine"), p1 = gcoll_call_count(coll, "passthrough");
+  ref();
+  bool ok = rc == MPI_SUCCESS;
+  if (!ok) report("%s, %llu bytes: rc %d", coll, static_cast<unsigned long long>(bytes), rc);
+  const bool mpi = expect_mpi(coll, bytes);
+  if (e1 - e0 != (mpi ? 0 : 1) || p1 - p0 != (mpi ? 1 : 0)) {
+    report("%s, %llu bytes: expected the %s, got %lld engine and %lld passthrough calls", coll,
+           static_cast<unsigned long long>(bytes), mpi ? "MPI (@mpi)" : "engine", e1 - e0, p1 - p0);
+    ok = false;
+  }
+  return ok;
+}
+
+TEST(HostCrossover, ReductionsTakeThePathOfTheirSize) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  bool ok = !mpi_rules().empty();
+  for (std::uint64_t bytes : kSizes) {
+    const size_t count = bytes / sizeof(float);
+    std::vector<float> in(count * static_cast<size_t>(n));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = value_of(rank, i);
+    {  // allreduce: count floats
+      std::vector<float> out(count), want(count);
+      bool path_ok = run_checked(
+          "allreduce", bytes,
+          [&] { return MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                     MPI_COMM_WORLD); },
+          [&] { PMPI_Allreduce(in.data(), want.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); });
+      ok = path_ok &&
+           (out == want || (report("allreduce %llu: differs", static_cast<unsigned long long>(bytes)), false)) && ok;
+    }
+    {  // reduce to the last rank
+      std::vector<float> out(count, -1.f), want(count, -1.f);
+      const int root = n - 1;
+      bool path_ok = run_checked(
+          "reduce", bytes,
+          [&] { return MPI_Reduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, root,
+                                  MPI_COMM_WORLD); },
+          [&] { PMPI_Reduce(in.data(), want.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, root,
+                            MPI_COMM_WORLD); });
+      ok = path_ok &&
+           (out == want || (report("reduce %llu: differs", static_cast<unsigned long long>(bytes)), false)) && ok;
+    }
+    {  // reduce_scatter: total `count` floats, uneven blocks
+      const size_t N = static_cast<size_t>(n);
+      std::vector<int> counts(N);
+      for (size_t i = 0; i < N; ++i) counts[i] = static_cast<int>(count / N + (i < count % N));
+      const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(rank)]);
+      std::vector<float> out(mine + 1, -1.f), want(mine + 1, -1.f);
+      bool path_ok = run_checked(
+          "reduce_scatter", bytes,
+          [&] { return MPI_Reduce_scatter(in.data(), out.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
+          [&] { PMPI_Reduce_scatter(in.data(), want.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); });
+      ok = path_ok &&
+           (out == want || (report("reduce_scatter %llu: differs", static_cast<unsigned long long>(bytes)), false)) &&
+           ok;
+    }
+    {  // reduce_scatter_block: blocks of `count` floats (the selection's bytes: the block)
+      std::vector<float> out(count, -1.f), want(count, -1.f);
+      bool path_ok = run_checked(
+          "reduce_scatter_block", bytes,
+          [&] { return MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                                MPI_COMM_WORLD); },
+          [&] { PMPI_Reduce_scatter_block(in.data(), want.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                          MPI_COMM_WORLD); });
+      ok = path_ok &&
+           (out == want ||
+            (report("reduce_scatter_block %llu: differs", static_cast<unsigned long long>(bytes)), false)) &&
+           ok;
+    }
+  }
+  EXPECT_ALL_RANKS(ok);
+}
+
+TEST(HostCrossover, ByteMoversTakeThePathOfTheirSize) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const size_t N = static_cast<size_t>(n);
+  bool ok = !mpi_rules().empty();
+  for (std::uint64_t bytes : kSizes) {
+    const size_t b = static_cast<size_t>(bytes);
+    std::vector<char> in(b * N);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<char>((rank * 31 + static_cast<int>(i)) & 0x7f);
+    {  // bcast from rank 1 % n
+      std::vector<char> buf(in.begin(), in.begin() + static_cast<long>(b)), ref = buf;
+      const int root = 1 % n;
+      bool path_ok = run_checked(
+          "bcast", bytes, [&] { return MPI_Bcast(buf.data(), static_cast<int>(b), MPI_CHAR, root, MPI_COMM_WORLD); },
+          [&] { PMPI_Bcast(ref.data(), static_cast<int>(b), MPI_CHAR, root, MPI_COMM_WORLD); });
+      ok = path_ok && (buf == ref || (report("bcast %zu: differs", b), false)) && ok;
+    }
+    {  // allgather: blocks of b bytes
+      std::vector<char> out(b * N), want(b * N);
+      bool path_ok = run_checked(
+          "allgather", bytes,
+          [&] { return MPI_Allgather(in.data(), static_cast<int>(b), MPI_CHAR, out.data(), static_cast<int>(b),
+                                     MPI_CHAR, MPI_COMM_WORLD); },
+          [&] { PMPI_Allgather(in.data(), static_cast<int>(b), MPI_CHAR, want.data(), static_cast<int>(b), MPI_CHAR,
+                               MPI_COMM_WORLD); });
+      ok = path_ok && (out == want || (report("allgather %zu: differs", b), false)) && ok;
+    }
+    {  // allgatherv: b bytes in all, uneven blocks
+      std::vector<int> counts(N), displs(N);
+      int at = 0;
+      for (size_t i = 0; i < N; ++i) {
+        counts[i] = static_cast<int>(b / N + (i < b % N));
+        displs[i] = at;
+        at += counts[i];
+      }
+      std::vector<char> out(b), want(b);
+      const int mine = counts[static_cast<size_t>(rank)];
+      bool path_ok = run_checked(
+          "allgatherv", bytes,
+          [&] { return MPI_Allgatherv(in.data(), mine, MPI_CHAR, out.data(), counts.data(), displs.data(), MPI_CHAR,
+                                      MPI_COMM_WORLD); },
+          [&] { PMPI_Allgatherv(in.data(), mine, MPI_CHAR, want.data(), counts.data(), displs.data(), MPI_CHAR,
+                                MPI_COMM_WORLD); });
+      ok = path_ok && (out == want || (report("allgatherv %zu: differs", b), false)) && ok;
+    }
+    {  // alltoall: blocks of b bytes
+      std::vector<char> out(b * N), want(b * N);
+      bool path_ok = run_checked(
+          "alltoall", bytes,
+          [&] { return MPI_Alltoall(in.data(), static_cast<int>(b), MPI_CHAR, out.data(), static_cast<int>(b),
+                                    MPI_CHAR, MPI_COMM_WORLD); },
+          [&] { PMPI_Alltoall(in.data(), static_cast<int>(b), MPI_CHAR, want.data(), static_cast<int>(b), MPI_CHAR,
+                              MPI_COMM_WORLD); });
+      ok = path_ok && (out == want || (report("alltoall %zu: differs", b), false)) && ok;
+    }
+  }
+  EXPECT_ALL_RANKS(ok);
+}
+
+}  // namespace
+}  // namespace gct
