@@ -135,37 +135,41 @@ void schedule_rd(const ScheduleArgs &a, std::vector<RailStep> *steps) {
   }
 }
 
-Status RailAllreduce::start(Rail r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count,
-                            std::size_t elem, void *tmp) {
+namespace {
+
+// The steps `build` gives this rail rank for an allreduce of buf[0, count) (none alone or
+// without elements).
+std::vector<RailStep> rail_steps(const Rail &r, ScheduleBuilder build, void *buf, std::size_t count, std::size_t elem,
+                                 void *tmp) {
   std::vector<RailStep> steps;
-  const int n = r.channel->size(), me = r.channel->rank();
+  const int n = r.channel->size();
   if (n > 1 && count > 0) {
     ScheduleArgs a;
     a.n = n;
-    a.rank = me;
+    a.rank = r.channel->rank();
     a.count = count;
     a.elem = elem;
     a.buf = buf;
     a.tmp = tmp;
     build(a, &steps);
   }
-  return start_steps(r, t, op, std::move(steps));
+  return steps;
+}
+
+}  // namespace
+
+Status RailAllreduce::start(Rail r, ScheduleBuilder build, DType t, ROp op, void *buf, std::size_t count,
+                            std::size_t elem, void *tmp) {
+  return start_steps(r, t, op, rail_steps(r, build, buf, count, elem, tmp));
 }
 
 Status RailAllreduce::start_compressed(Rail r, Compress c, DType t, void *buf, std::size_t count, std::size_t elem,
                                        void *cbuf, std::size_t cbuf_bytes) {
-  std::vector<RailStep> steps;
-  const int n = r.channel->size(), me = r.channel->rank();
+  // No tmp: the ring's receives go to cb_ instead.
+  std::vector<RailStep> steps = rail_steps(r, schedule_ring, buf, count, elem, nullptr);
+  const int n = r.channel->size();
   std::size_t half = 0;
-  if (n > 1 && count > 0) {
-    ScheduleArgs a;
-    a.n = n;
-    a.rank = me;
-    a.count = count;
-    a.elem = elem;
-    a.buf = buf;
-    a.tmp = nullptr;  // the ring's receives go to cb_ instead
-    schedule_ring(a, &steps);
+  if (!steps.empty()) {
     std::size_t off, len;
     part_range(count, n, 0, &off, &len);  // part 0 is a largest part
     half = (compressed_bytes(c, len) + 63) / 64 * 64;

@@ -14,7 +14,6 @@
 //
 // Fortran: Open MPI's bindings call PMPI_* directly, so the spellings are defined here too
 // (mpif.h, `use mpi`, `use mpi_f08`); MPICH's call the C entry points.
-#include <dlfcn.h>
 #include <mpi.h>
 
 #include <cstring>
@@ -31,12 +30,14 @@ namespace {
 
 constexpr const char *kKey = "gcoll_allreduce_compress";
 
-// Under another MPI than gcoll's (the load check, pmpi/mpi_flavor.h): the same symbol of
-// the next library, which is the program's MPI (gcoll is preloaded first).
+// Under another MPI than gcoll's (the load check, pmpi/mpi_flavor.h): the program's MPI's
+// own entry point, resolved at the load check. Loaded and jumped to before anything else,
+// so that the arguments reach that MPI in the registers the caller used (its handles may
+// be wider than this build's: a call made first, such as a dlsym, would let the compiler
+// keep only this build's width of them across it).
 template <class F>
-F foreign_next(const char *name) {
-  if (!flavor::g_foreign_mpi) return nullptr;
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+F foreign_next(flavor::Entry e) {
+  return reinterpret_cast<F>(flavor::foreign(e));
 }
 
 // This rank's value of the key in `info`: -1 absent (or no info); an unknown value counts
@@ -127,23 +128,23 @@ int comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
 extern "C" {
 
 GCOLL_EXPORT int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
-  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_set_info)>("MPI_Comm_set_info")) return next(comm, info);
+  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_set_info)>(gcoll::flavor::kComm_set_info)) return next(comm, info);
   return gcoll::comm_set_info(comm, info);
 }
 
 GCOLL_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
-  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_dup_with_info)>("MPI_Comm_dup_with_info"))
+  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_dup_with_info)>(gcoll::flavor::kComm_dup_with_info))
     return next(comm, info, newcomm);
   return gcoll::comm_dup_with_info(comm, info, newcomm);
 }
 
 GCOLL_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_dup)>("MPI_Comm_dup")) return next(comm, newcomm);
+  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_dup)>(gcoll::flavor::kComm_dup)) return next(comm, newcomm);
   return gcoll::comm_dup(comm, newcomm);
 }
 
 GCOLL_EXPORT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
-  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_get_info)>("MPI_Comm_get_info")) return next(comm, info_used);
+  if (auto next = gcoll::foreign_next<decltype(&MPI_Comm_get_info)>(gcoll::flavor::kComm_get_info)) return next(comm, info_used);
   return gcoll::comm_get_info(comm, info_used);
 }
 
@@ -171,7 +172,7 @@ extern "C" {
 
 __attribute__((visibility("hidden"))) void gcoll_f_comm_set_info(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *ierror) {
   using F = decltype(&gcoll_f_comm_set_info);
-  if (auto next = gcoll::foreign_next<F>("mpi_comm_set_info_")) return next(comm, info, ierror);
+  if (auto next = gcoll::foreign_next<F>(gcoll::flavor::kFComm_set_info)) return next(comm, info, ierror);
   set_ierror(ierror, gcoll::comm_set_info(PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info)));
 }
 GCOLL_INFO_F_SPELLINGS(mpi_comm_set_info, MPI_COMM_SET_INFO, gcoll_f_comm_set_info, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
@@ -179,7 +180,7 @@ GCOLL_INFO_F_SPELLINGS(mpi_comm_set_info, MPI_COMM_SET_INFO, gcoll_f_comm_set_in
 __attribute__((visibility("hidden"))) void gcoll_f_comm_dup_with_info(MPI_Fint *comm, MPI_Fint *info,
                                                                       MPI_Fint *newcomm, MPI_Fint *ierror) {
   using F = decltype(&gcoll_f_comm_dup_with_info);
-  if (auto next = gcoll::foreign_next<F>("mpi_comm_dup_with_info_")) return next(comm, info, newcomm, ierror);
+  if (auto next = gcoll::foreign_next<F>(gcoll::flavor::kFComm_dup_with_info)) return next(comm, info, newcomm, ierror);
   MPI_Comm c = MPI_COMM_NULL;
   const int rc = gcoll::comm_dup_with_info(PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), &c);
   if (rc == MPI_SUCCESS) *newcomm = PMPI_Comm_c2f(c);
@@ -190,7 +191,7 @@ GCOLL_INFO_F_SPELLINGS(mpi_comm_dup_with_info, MPI_COMM_DUP_WITH_INFO, gcoll_f_c
 
 __attribute__((visibility("hidden"))) void gcoll_f_comm_dup(MPI_Fint *comm, MPI_Fint *newcomm, MPI_Fint *ierror) {
   using F = decltype(&gcoll_f_comm_dup);
-  if (auto next = gcoll::foreign_next<F>("mpi_comm_dup_")) return next(comm, newcomm, ierror);
+  if (auto next = gcoll::foreign_next<F>(gcoll::flavor::kFComm_dup)) return next(comm, newcomm, ierror);
   MPI_Comm c = MPI_COMM_NULL;
   const int rc = gcoll::comm_dup(PMPI_Comm_f2c(*comm), &c);
   if (rc == MPI_SUCCESS) *newcomm = PMPI_Comm_c2f(c);
@@ -201,7 +202,7 @@ GCOLL_INFO_F_SPELLINGS(mpi_comm_dup, MPI_COMM_DUP, gcoll_f_comm_dup, (MPI_Fint *
 __attribute__((visibility("hidden"))) void gcoll_f_comm_get_info(MPI_Fint *comm, MPI_Fint *info_used,
                                                                  MPI_Fint *ierror) {
   using F = decltype(&gcoll_f_comm_get_info);
-  if (auto next = gcoll::foreign_next<F>("mpi_comm_get_info_")) return next(comm, info_used, ierror);
+  if (auto next = gcoll::foreign_next<F>(gcoll::flavor::kFComm_get_info)) return next(comm, info_used, ierror);
   MPI_Info i = MPI_INFO_NULL;
   const int rc = gcoll::comm_get_info(PMPI_Comm_f2c(*comm), &i);
   if (rc == MPI_SUCCESS) *info_used = PMPI_Info_c2f(i);

@@ -124,6 +124,7 @@ __attribute__((constructor)) void load_check() {
       GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
       "MPI_Reduce_local",
+      "MPI_Comm_set_info", "MPI_Comm_dup_with_info", "MPI_Comm_dup", "MPI_Comm_get_info",
       "MPI_Finalize",
 #define GCOLL_X(Name, lower, ...) "MPI_" #Name "_c", "MPI_I" #lower "_c", GCOLL_MPI_INIT_STR(Name) "_c",
       GCOLL_COUNTED_COLLS(GCOLL_X)
@@ -137,6 +138,7 @@ __attribute__((constructor)) void load_check() {
       GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
       "mpi_reduce_local_",
+      "mpi_comm_set_info_", "mpi_comm_dup_with_info_", "mpi_comm_dup_", "mpi_comm_get_info_",
   };
   for (int e = 0; e < kEntries; ++e)  // C ones from the program's MPI, Fortran ones from the next library
     g_foreign[e] = e < kFFinalize ? (h ? dlsym(h, kNames[e]) : nullptr) : dlsym(RTLD_NEXT, kNames[e]);

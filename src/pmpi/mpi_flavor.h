@@ -132,6 +132,8 @@ enum Entry {
   GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
   kReduce_local,
+  // The communicator calls that carry gcoll's info key (pmpi/comm_info.cc).
+  kComm_set_info, kComm_dup_with_info, kComm_dup, kComm_get_info,
   kFinalize,
 #define GCOLL_X(Name, lower, ...) k##Name##C, kI##lower##C, kInit_##lower##C,
   GCOLL_COUNTED_COLLS(GCOLL_X)
@@ -145,6 +147,7 @@ enum Entry {
   GCOLL_REQUEST_CALLS(GCOLL_R)
 #undef GCOLL_R
   kFReduce_local,
+  kFComm_set_info, kFComm_dup_with_info, kFComm_dup, kFComm_get_info,
   kEntries
 };
 extern void *g_foreign[kEntries];
