@@ -159,14 +159,6 @@ void set_ierror(MPI_Fint *ierror, int rc) {
 }
 }  // namespace
 
-#define GCOLL_INFO_F_ALIAS(name, target, params) \
-  __attribute__((visibility("default"))) void name params __attribute__((alias(#target)));
-#define GCOLL_INFO_F_SPELLINGS(lower, upper, target, params) \
-  GCOLL_INFO_F_ALIAS(lower##_, target, params)               \
-  GCOLL_INFO_F_ALIAS(lower##__, target, params)              \
-  GCOLL_INFO_F_ALIAS(lower, target, params)                  \
-  GCOLL_INFO_F_ALIAS(upper, target, params)                  \
-  GCOLL_INFO_F_ALIAS(lower##_f08_, target, params)
 
 extern "C" {
 
@@ -175,7 +167,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_comm_set_info(MPI_Fint *comm,
   if (auto next = gcoll::foreign_next<F>(gcoll::flavor::kFComm_set_info)) return next(comm, info, ierror);
   set_ierror(ierror, gcoll::comm_set_info(PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info)));
 }
-GCOLL_INFO_F_SPELLINGS(mpi_comm_set_info, MPI_COMM_SET_INFO, gcoll_f_comm_set_info, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
+GCOLL_FORTRAN_SPELLINGS(mpi_comm_set_info, MPI_COMM_SET_INFO, gcoll_f_comm_set_info, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 __attribute__((visibility("hidden"))) void gcoll_f_comm_dup_with_info(MPI_Fint *comm, MPI_Fint *info,
                                                                       MPI_Fint *newcomm, MPI_Fint *ierror) {
@@ -186,7 +178,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_comm_dup_with_info(MPI_Fint *
   if (rc == MPI_SUCCESS) *newcomm = PMPI_Comm_c2f(c);
   set_ierror(ierror, rc);
 }
-GCOLL_INFO_F_SPELLINGS(mpi_comm_dup_with_info, MPI_COMM_DUP_WITH_INFO, gcoll_f_comm_dup_with_info,
+GCOLL_FORTRAN_SPELLINGS(mpi_comm_dup_with_info, MPI_COMM_DUP_WITH_INFO, gcoll_f_comm_dup_with_info,
                        (MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 __attribute__((visibility("hidden"))) void gcoll_f_comm_dup(MPI_Fint *comm, MPI_Fint *newcomm, MPI_Fint *ierror) {
@@ -197,7 +189,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_comm_dup(MPI_Fint *comm, MPI_
   if (rc == MPI_SUCCESS) *newcomm = PMPI_Comm_c2f(c);
   set_ierror(ierror, rc);
 }
-GCOLL_INFO_F_SPELLINGS(mpi_comm_dup, MPI_COMM_DUP, gcoll_f_comm_dup, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
+GCOLL_FORTRAN_SPELLINGS(mpi_comm_dup, MPI_COMM_DUP, gcoll_f_comm_dup, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 __attribute__((visibility("hidden"))) void gcoll_f_comm_get_info(MPI_Fint *comm, MPI_Fint *info_used,
                                                                  MPI_Fint *ierror) {
@@ -208,7 +200,7 @@ __attribute__((visibility("hidden"))) void gcoll_f_comm_get_info(MPI_Fint *comm,
   if (rc == MPI_SUCCESS) *info_used = PMPI_Info_c2f(i);
   set_ierror(ierror, rc);
 }
-GCOLL_INFO_F_SPELLINGS(mpi_comm_get_info, MPI_COMM_GET_INFO, gcoll_f_comm_get_info, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
+GCOLL_FORTRAN_SPELLINGS(mpi_comm_get_info, MPI_COMM_GET_INFO, gcoll_f_comm_get_info, (MPI_Fint *, MPI_Fint *, MPI_Fint *))
 
 }  // extern "C"
 #endif  // GCOLL_MPI_FORTRAN_ENTRY_POINTS

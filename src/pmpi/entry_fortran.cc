@@ -46,9 +46,6 @@ __attribute__((visibility("hidden"))) void gcoll_f_finalize(MPI_Fint *ierror) {
   set_ierror(ierror, gcoll::finalize());
 }
 
-#define GCOLL_FORTRAN_ALIAS(name, target, params) \
-  __attribute__((visibility("default"))) void name params __attribute__((alias(#target)));
-
 }  // extern "C"
 
 #if GCOLL_MPI_FORTRAN_ENTRY_POINTS
@@ -100,12 +97,6 @@ extern "C" {
 // One set per row of the call list (base/coll_list.h): gcoll_f_<lower> converts the
 // Fortran arguments (or forwards them unchanged under another MPI: every argument is a
 // pointer), and every Fortran spelling is an alias of it.
-#define GCOLL_FORTRAN_SPELLINGS(lower, upper, target, params) \
-  GCOLL_FORTRAN_ALIAS(lower##_, target, params)               \
-  GCOLL_FORTRAN_ALIAS(lower##__, target, params)              \
-  GCOLL_FORTRAN_ALIAS(lower, target, params)                  \
-  GCOLL_FORTRAN_ALIAS(upper, target, params)                  \
-  GCOLL_FORTRAN_ALIAS(lower##_f08_, target, params)
 
 #define GCOLL_X(Name, lower, UPPER, ...)                                                                \
   __attribute__((visibility("hidden"))) void gcoll_f_##lower(GCOLL_PP_MAP(GCOLL_F_PARAM, __VA_ARGS__),  \

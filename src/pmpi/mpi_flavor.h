@@ -34,6 +34,18 @@
 //     (the load check, pmpi/load_check.cc).
 #pragma once
 
+// A Fortran entry point in every spelling compilers use (name_, name__, name, NAME, and
+// Open MPI's mpi_f08 name_f08_), each an alias of one function `target` (entry_fortran.cc,
+// comm_info.cc).
+#define GCOLL_FORTRAN_ALIAS(name, target, params) \
+  __attribute__((visibility("default"))) void name params __attribute__((alias(#target)));
+#define GCOLL_FORTRAN_SPELLINGS(lower, upper, target, params) \
+  GCOLL_FORTRAN_ALIAS(lower##_, target, params)               \
+  GCOLL_FORTRAN_ALIAS(lower##__, target, params)              \
+  GCOLL_FORTRAN_ALIAS(lower, target, params)                  \
+  GCOLL_FORTRAN_ALIAS(upper, target, params)                  \
+  GCOLL_FORTRAN_ALIAS(lower##_f08_, target, params)
+
 #include <mpi.h>
 
 #include "base/coll_list.h"
