@@ -9,8 +9,11 @@
 //   - never compressed unless asked: integers, MPI_MAX, a communicator without the key
 //     (unless GCOLL_ALLREDUCE_COMPRESS says so: MPI_COMM_WORLD follows it) and ranks that
 //     disagree on the key give PMPI's exact results and no compressed call;
-//   - device buffers on the emulated GPU (GCOLL_CUDA=emulate): never compressed in this
-//     first version (docs/compression.md), exact, with the key set.
+//   - device buffers on the emulated GPU (GCOLL_CUDA=emulate, GCOLLTEST_COMPRESS_DEVICE=1:
+//     every checked allreduce on device buffers): the same checks (bound, same bits, stats),
+//     encoded and decoded on the device, through either way across nodes
+//     (GCOLL_DEVICE_NET); exact and uncompressed where not asked (key off, MPI_INT, MPI_MAX,
+//     one node).
 // The expected number of nodes comes from GCOLL_RANKS_PER_NODE (virtual nodes of k ranks).
 #include <gcoll/gcoll.h>
 #include <gcoll/gcoll_emulate.h>
@@ -38,6 +41,32 @@ int world_size() {
   int n;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
+}
+
+// GCOLLTEST_COMPRESS_DEVICE=1: check_sum's allreduces run on device buffers of the
+// emulated GPU (copied in and out around the call).
+bool device_buffers() {
+  const char *v = std::getenv("GCOLLTEST_COMPRESS_DEVICE");
+  return v && std::strcmp(v, "1") == 0 && gcoll_emu_active();
+}
+
+// MPI_Allreduce of `count` elements (host in/out), on device buffers where device_buffers().
+// An allocation that fails aborts the job (a rank that left the collective would hang it).
+int allreduce_on(const void *in, void *out, std::size_t count, MPI_Datatype dt, std::size_t size, MPI_Op op,
+                 MPI_Comm comm, bool in_place) {
+  if (!device_buffers()) return MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, static_cast<int>(count), dt, op, comm);
+  const std::size_t bytes = count * size ? count * size : 1;
+  void *ds = nullptr, *dr = nullptr;
+  if (gcoll_emu_malloc(&dr, bytes, 0) != 0 || (!in_place && gcoll_emu_malloc(&ds, bytes, 0) != 0) ||
+      gcoll_emu_memcpy(in_place ? dr : ds, in_place ? out : in, count * size) != 0) {
+    std::fprintf(stderr, "emulated GPU: allocation or copy failed\n");
+    std::abort();
+  }
+  const int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : ds, dr, static_cast<int>(count), dt, op, comm);
+  if (gcoll_emu_memcpy(out, dr, count * size) != 0) std::abort();
+  gcoll_emu_free(dr);
+  if (ds) gcoll_emu_free(ds);
+  return rc;
 }
 
 // Several (virtual) nodes: compression applies.
@@ -99,13 +128,8 @@ bool check_sum(MPI_Comm comm, const Format *f, std::size_t count, bool in_place,
   std::vector<T> in(count), out(count);
   for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<T>(value(me, i));
   const long long calls0 = counter("compressed_allreduce_calls");
-  int rc;
-  if (in_place) {
-    out = in;
-    rc = MPI_Allreduce(MPI_IN_PLACE, out.data(), static_cast<int>(count), dt, MPI_SUM, comm);
-  } else {
-    rc = MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), dt, MPI_SUM, comm);
-  }
+  if (in_place) out = in;
+  const int rc = allreduce_on(in.data(), out.data(), count, dt, sizeof(T), MPI_SUM, comm, in_place);
   bool ok = rc == MPI_SUCCESS;
   const bool compressed = f && several_nodes();
   const long long dcalls = counter("compressed_allreduce_calls") - calls0;
@@ -301,31 +325,55 @@ TEST(Compress, SetInfoGetInfoAndDup) {
   MPI_Comm_free(&c);
 }
 
-// Device buffers (the emulated GPU): the key set, the call exact (integer-valued floats)
-// and not compressed: the device engine's own algorithms (docs/compression.md).
-TEST(Compress, DeviceBuffersStayExactAndUncompressed) {
-  if (!gcoll_emu_active()) GTEST_SKIP() << "GCOLL_CUDA=emulate only";
+// Device buffers (the emulated GPU) where nothing is compressed: the key off, MPI_INT and
+// MPI_MAX with the key set, and a communicator on one node with the key set. Exact (PMPI's
+// results; integer-valued floats sum exactly in any order), no compressed call.
+TEST(Compress, DeviceBuffersExactWhereNotCompressed) {
+  if (!device_buffers()) GTEST_SKIP() << "GCOLL_CUDA=emulate and GCOLLTEST_COMPRESS_DEVICE=1 only";
   const int me = world_rank();
-  const std::size_t count = 200000;
-  MPI_Comm c = dup_with_key("fp8");
-  std::vector<float> h(count), out(count), ref(count), ref2(count);
-  for (std::size_t i = 0; i < count; ++i) h[i] = static_cast<float>((i * 31 + me * 7) % 4001) + 0.5f * (me % 2);
-  PMPI_Allreduce(h.data(), ref.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  for (std::size_t i = 0; i < count; ++i) ref2[i] = ref[i] * static_cast<float>(world_size());
-  void *ds = nullptr, *dr = nullptr;
-  bool ok = gcoll_emu_malloc(&ds, count * sizeof(float), 0) == 0 && gcoll_emu_malloc(&dr, count * sizeof(float), 0) == 0;
-  ok = ok && gcoll_emu_memcpy(ds, h.data(), count * sizeof(float)) == 0;
+  const std::size_t count = 100000;
+  std::vector<float> h(count), out(count), ref(count);
+  std::vector<int> iv(count), iout(count), iref(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    h[i] = static_cast<float>((i * 31 + me * 7) % 4001) + 0.5f * static_cast<float>(me % 2);
+    iv[i] = static_cast<int>((i * 7 + me * 13) % 100000) - 50000;
+  }
   const long long c0 = counter("compressed_allreduce_calls");
-  ok = MPI_Allreduce(ds, dr, static_cast<int>(count), MPI_FLOAT, MPI_SUM, c) == MPI_SUCCESS && ok;
-  ok = ok && gcoll_emu_memcpy(out.data(), dr, count * sizeof(float)) == 0 && out == ref;
-  // In place on the result: every element times the number of ranks, still exact.
-  ok = MPI_Allreduce(MPI_IN_PLACE, dr, static_cast<int>(count), MPI_FLOAT, MPI_SUM, c) == MPI_SUCCESS && ok;
-  ok = ok && gcoll_emu_memcpy(out.data(), dr, count * sizeof(float)) == 0 && out == ref2;
-  ok = ok && counter("compressed_allreduce_calls") == c0;
-  EXPECT_ALL_RANKS(ok);
-  if (ds) gcoll_emu_free(ds);
-  if (dr) gcoll_emu_free(dr);
+  bool ok = true;
+  // The key off: the float sum exact.
+  MPI_Comm off = dup_with_key("off");
+  PMPI_Allreduce(h.data(), ref.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  ok = allreduce_on(h.data(), out.data(), count, MPI_FLOAT, sizeof(float), MPI_SUM, off, false) == MPI_SUCCESS && ok;
+  ok = ok && out == ref;
+  MPI_Comm_free(&off);
+  // The key set: integers and MAX exact.
+  MPI_Comm c = dup_with_key("fp8");
+  ok = allreduce_on(iv.data(), iout.data(), count, MPI_INT, sizeof(int), MPI_SUM, c, false) == MPI_SUCCESS && ok;
+  PMPI_Allreduce(iv.data(), iref.data(), static_cast<int>(count), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  ok = ok && iout == iref;
+  out = h;
+  ok = allreduce_on(h.data(), out.data(), count, MPI_FLOAT, sizeof(float), MPI_MAX, c, true) == MPI_SUCCESS && ok;
+  PMPI_Allreduce(h.data(), ref.data(), static_cast<int>(count), MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  ok = ok && out == ref;
+  // One (virtual) node with the key set: the float sum exact.
+  const char *k = std::getenv("GCOLL_RANKS_PER_NODE");
+  const int rpn = k && std::atoi(k) > 0 ? std::atoi(k) : world_size();
+  MPI_Comm node, keyed;
+  MPI_Comm_split(MPI_COMM_WORLD, me / rpn, me, &node);
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "gcoll_allreduce_compress", "fp8");
+  MPI_Comm_dup_with_info(node, info, &keyed);
+  MPI_Info_free(&info);
+  ok = allreduce_on(h.data(), out.data(), count, MPI_FLOAT, sizeof(float), MPI_SUM, keyed, false) == MPI_SUCCESS && ok;
+  PMPI_Allreduce(h.data(), ref.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, node);
+  ok = ok && out == ref;
+  MPI_Comm_free(&keyed);
+  MPI_Comm_free(&node);
   MPI_Comm_free(&c);
+  ok = ok && counter("compressed_allreduce_calls") == c0;
+  if (!ok) std::fprintf(stderr, "[rank %d] device buffers not compressed: wrong result or a compressed call\n", me);
+  EXPECT_ALL_RANKS(ok);
 }
 
 }  // namespace

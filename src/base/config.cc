@@ -196,11 +196,12 @@ const std::vector<SettingDef> kSettings = {
      [](Config &c, const Value &v) { c.chunk_size = v.size; },
      "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_ALLREDUCE_COMPRESS", SettingType::Enum, "off", "off|bf16|fp16|fp8",
-     "Host-buffer MPI_Allreduce of MPI_FLOAT or MPI_DOUBLE with MPI_SUM through the engine (GCOLL_HOST_BUFFERS=engine) "
-     "on several nodes: the data between nodes travels compressed, bf16 or fp16 (round to nearest even; fp16 "
-     "overflows to inf) or fp8 (e4m3 with a float scale per 256 elements), along a ring; sums in full precision, "
-     "every rank gets the same bits. Lossy: docs/compression.md gives the error bound of each format. Other types, "
-     "ops, device buffers and calls on one node are never compressed. Per communicator: the info key "
+     "MPI_Allreduce of MPI_FLOAT or MPI_DOUBLE with MPI_SUM through the engine (host buffers: "
+     "GCOLL_HOST_BUFFERS=engine; device buffers: encoded on the GPU) on several nodes: the data between nodes "
+     "travels compressed, bf16 or fp16 (round to nearest even; fp16 overflows to inf) or fp8 (e4m3 with a float "
+     "scale per 256 elements), along a ring; sums in full precision, every rank gets the same bits. Lossy: "
+     "docs/compression.md gives the error bound of each format. Other types, ops, calls on one node and device "
+     "calls along NVLink rings (nvring_hier) are never compressed. Per communicator: the info key "
      "gcoll_allreduce_compress (MPI_Comm_set_info, MPI_Comm_dup_with_info) overrides it.",
      [](Config &c, const Value &v) { c.allreduce_compress = v.choice; },
      "off (uncompressed)"},

@@ -3,8 +3,9 @@
 // slice among its rail (the schedule), intra-node allgather. Every byte crosses the
 // network once per direction per rail: for large messages.
 // @compressed is @ring with CollArgs::compress: each slice's ring between nodes moves its
-// messages compressed (RailAllreduce::start_compressed, docs/compression.md); the node's
-// part (shared memory) stays full precision and uncompressed.
+// messages compressed (RailAllreduce::start_compressed, docs/compression.md), on host and
+// on device buffers (device: encoded and decoded on the GPU, in the work area); the node's
+// part (shared memory, CUDA IPC) stays full precision and uncompressed.
 #include <algorithm>
 
 #include "coll/algorithms.h"
@@ -35,8 +36,7 @@ Status allreduce_hier(CallContext &cx, const CollArgs &a, ScheduleBuilder schedu
   char *tmp[2] = {cx.work + 2 * cap, cx.work + 3 * cap};
   RailAllreduce rail[2];
   // Rank-uniform: the agreed format and the (type, op); the registry row checked the rest.
-  const bool compress = a.compress != Compress::Off && compressible(a.dtype, a.op) && a.mem == MemKind::Host &&
-                        schedule == schedule_ring;
+  const bool compress = a.compress != Compress::Off && compressible(a.dtype, a.op) && schedule == schedule_ring;
   if (compress && t.num_nodes > 1) process_stats().count(Counter::CompressedCalls);
   std::vector<const void *> srcs(t.local_size);
   const auto at_chunk = [&](std::size_t k) {

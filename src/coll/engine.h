@@ -163,7 +163,8 @@ struct CollArgs {
   const CostLinks *model = nullptr;
   // allreduce: the compressed format the ranks agreed for the communicator (GCOLL_ALLREDUCE_COMPRESS, the info
   // key gcoll_allreduce_compress), Off unless the (type, op) is compressible (kernels/compress.h); only the
-  // @compressed row takes it (host buffers, several nodes: tune.cc selects it before any rule).
+  // @compressed row takes it (host or device buffers, several nodes, not on an NVLink ring: tune.cc selects it
+  // before any rule).
   Compress compress = Compress::Off;
   std::size_t bytes() const { return count * elem; }  // the size selection looks at
 };

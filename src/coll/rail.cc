@@ -72,6 +72,22 @@ Status reduce_into(const Rail &r, DType t, ROp op, void *acc, const void *receiv
   return host_reduce(t, op, acc, srcs, 2, elems);
 }
 
+// The compressed ring's formats where the call's memory is (Rail::space: device memory
+// through the space's runtime, queued on its stream; nullptr: host memory, at once).
+Status encode_in(const Rail &r, Compress c, DType t, const void *src, std::size_t n, void *dst) {
+  if (r.space) return r.space->compress_encode(c, t, src, n, dst);
+  compress_encode(c, t, src, n, dst);
+  return Status::Ok;
+}
+
+Status decode_in(const Rail &r, Compress c, DType t, const void *src, std::size_t n, void *dst, bool add) {
+  if (r.space)
+    return add ? r.space->compress_decode_add(c, t, src, n, dst) : r.space->compress_decode(c, t, src, n, dst);
+  if (add) compress_decode_add(c, t, src, n, dst);
+  else compress_decode(c, t, src, n, dst);
+  return Status::Ok;
+}
+
 }  // namespace
 
 int pow2_floor(int n) {
@@ -271,13 +287,17 @@ Status RailAllreduce::post() {
     // ones forward what the previous step received (cb_[cur_]).
     const std::size_t sn = s.sbytes / elem_, rn = s.rbytes / elem_;
     const std::size_t sb = compressed_bytes(comp_, sn), rb = compressed_bytes(comp_, rn);
+    // On device memory the encoding is queued on the space's stream: settled again before
+    // the transport reads cb_ (both device ways: direct and pipelined send from it).
     if (s.acc) {
-      compress_encode(comp_, t_, s.sbuf, sn, cb_[cur_]);
+      st = encode_in(r_, comp_, t_, s.sbuf, sn, cb_[cur_]);
     } else if (!in_allgather_) {
       in_allgather_ = true;
-      compress_encode(comp_, t_, s.sbuf, sn, cb_[cur_]);
-      compress_decode(comp_, t_, cb_[cur_], sn, const_cast<void *>(s.sbuf));
+      st = encode_in(r_, comp_, t_, s.sbuf, sn, cb_[cur_]);
+      if (ok(st)) st = decode_in(r_, comp_, t_, cb_[cur_], sn, const_cast<void *>(s.sbuf), false);
     }
+    if (ok(st)) st = settle(r_);
+    if (!ok(st)) return st;
     process_stats().count(Counter::CompressedBytes, sb);
     process_stats().count(Counter::CompressedRawBytes, s.sbytes);
     if (s.src >= 0) st = r_.channel->irecv(s.src, cb_[1 - cur_], rb, r_.tag(s.tag), &req_[1]);
@@ -321,12 +341,10 @@ Status RailAllreduce::advance(bool *done) {
 Status RailAllreduce::complete_step(const RailStep &s) {
   if (comp_ != Compress::Off) {
     const std::size_t rn = s.rbytes / elem_;
-    if (s.acc) compress_decode_add(comp_, t_, cb_[1 - cur_], rn, s.acc);
-    else {
-      compress_decode(comp_, t_, cb_[1 - cur_], rn, s.rbuf);
-      cur_ = 1 - cur_;  // forwarded by the next step
-    }
-    return Status::Ok;
+    if (s.acc) return decode_in(r_, comp_, t_, cb_[1 - cur_], rn, s.acc, true);
+    const Status st = decode_in(r_, comp_, t_, cb_[1 - cur_], rn, s.rbuf, false);
+    cur_ = 1 - cur_;  // forwarded by the next step
+    return st;
   }
   return s.acc ? reduce_into(r_, t_, op_, s.acc, s.rbuf, s.elems) : Status::Ok;
 }

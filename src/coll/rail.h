@@ -77,12 +77,14 @@ class RailAllreduce {
   // Any step list (the reductions' builders below): run as a schedule's.
   Status start_steps(Rail r, DType t, ROp op, std::vector<RailStep> steps);
   // The compressed ring (docs/compression.md): the ring allreduce (schedule_ring, MPI_SUM)
-  // of buf[0, count) (host memory, Float or Double) whose messages travel in format `c`
+  // of buf[0, count) (Float or Double) whose messages travel in format `c`
   // (kernels/compress.h): each reduce-scatter step sends its partial encoded and adds the
   // decoded one it receives in full precision; in the allgather the owner of a segment
   // encodes its sum once and keeps the decoded bytes itself, and every other rank decodes
-  // and forwards the very bytes it received, so every rank ends with the same bits. cbuf:
-  // cbuf_bytes of host scratch (2 x compressed_bytes of the largest segment, 64-aligned).
+  // and forwards the very bytes it received, so every rank ends with the same bits. buf
+  // and cbuf are in the call's memory (Rail::space: host memory, or device memory, where
+  // the space's runtime encodes and decodes on its stream); cbuf: cbuf_bytes of scratch
+  // (2 x compressed_bytes of the largest segment, 64-aligned).
   Status start_compressed(Rail r, Compress c, DType t, void *buf, std::size_t count, std::size_t elem, void *cbuf,
                           std::size_t cbuf_bytes);
   Status advance(bool *done);

@@ -77,11 +77,12 @@ bool rs_hier(const CollArgs &a, const Topology &t) {
 // alltoall through the banks: P bytes (one of every block) must fit a bank.
 bool alltoall_banks(const CollArgs &a, const Topology &t) { return banks(a, t) && alltoall_hier_fits(a, t); }
 
-// The opt-in compressed allreduce (CollArgs::compress, agreed): host buffers on several nodes,
-// MPI_FLOAT / MPI_DOUBLE with MPI_SUM; the ring between nodes (every rank the same bits).
+// The opt-in compressed allreduce (CollArgs::compress, agreed): host or device buffers (the
+// agreed kind) on several nodes, MPI_FLOAT / MPI_DOUBLE with MPI_SUM; the ring between nodes
+// (every rank the same bits). Not on an NVLink ring (@nvring_hier, uncompressed: banks()).
 bool compressed(const CollArgs &a, const Topology &t) {
   return a.compress != Compress::Off && a.coll == Coll::Allreduce && compressible(a.dtype, a.op) &&
-         a.mem == MemKind::Host && t.num_nodes > 1 && banks(a, t);
+         t.num_nodes > 1 && banks(a, t);
 }
 
 // A hierarchical allreduce: intra-node reduce-scatter, `kSchedule` along every rail,
@@ -116,8 +117,8 @@ const std::vector<Algorithm> &algorithms() {
                                   "intra-node reduce-scatter, Rabenseifner (recursive-halving reduce-scatter + "
                                   "recursive-doubling allgather) of each slice along its rail, intra-node allgather"),
       {Coll::Allreduce, "compressed",
-       "opt-in (GCOLL_ALLREDUCE_COMPRESS, info key gcoll_allreduce_compress), host float/double sums on several "
-       "nodes: @ring with the data between nodes in bf16, fp16 or fp8 (docs/compression.md)",
+       "opt-in (GCOLL_ALLREDUCE_COMPRESS, info key gcoll_allreduce_compress), float/double sums on several "
+       "nodes (host or device buffers): @ring with the data between nodes in bf16, fp16 or fp8 (docs/compression.md)",
        compressed, allreduce_hier<schedule_ring>, schedule_ring},
       {Coll::Allreduce, "twoshot",
        "device buffers on one node: reduce-scatter then allgather by reading peers' buffers in place (CUDA IPC)",

@@ -80,7 +80,9 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   }
   // The info key gcoll_allreduce_compress was set since the last blocking call (collective
   // calls: pending alike on every rank): agreed now, before the call (Team::agree_compress).
-  if (cs && cs->compress_pending && host_engine) cs->agree_compress();
+  // Every rank gets here alike: past the fast path, the host engine is on or some rank may
+  // hold device memory (both agreed), so the engine may take this call.
+  if (cs && cs->compress_pending) cs->agree_compress();
   CollArgs args;
   args.coll = coll;
   PackPlan plan;  // byte-moving collectives: this rank's layouts (pack.h)

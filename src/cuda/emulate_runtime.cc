@@ -12,6 +12,7 @@
 #include "cuda/emulate_fused.h"
 #include "cuda/emulate_machine.h"
 #include "cuda/emulate_streams.h"
+#include "kernels/compress.h"
 #include "kernels/host_reduce.h"
 #include "kernels/types.h"
 
@@ -187,6 +188,48 @@ class EmuRuntime final : public Runtime {
       if (!ok(host_reduce(t, op, dp, from.data(), m, count))) EmuStream::running()->fail();
     });
     return queued ? Status::Ok : Status::ErrNoMem;
+  }
+
+  // The host functions of kernels/compress.h on the shadow views, on the stream's worker.
+  enum class CompressOp { Encode, Decode, DecodeAdd };
+  Status compress(CompressOp what, Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) {
+    if (c == Compress::Off || (t != DType::Float && t != DType::Double)) {
+      set_error("emulated GPU: compression %s of %s", compress_name(c), dtype_name(t));
+      return Status::ErrArg;
+    }
+    if (n == 0) return Status::Ok;
+    const std::size_t esize = dtype_size(t);
+    if (n > SIZE_MAX / esize) {
+      set_error("emulated GPU: compression of %zu elements overflows", n);
+      return Status::ErrArg;
+    }
+    const std::size_t raw = n * esize, packed = compressed_bytes(c, n);
+    EmuStream *es = resolve(s);
+    if (!es) return Status::ErrInternal;
+    Registry &reg = state().registry;
+    Translated from, to;
+    if (!reg.translate(src, what == CompressOp::Encode ? raw : packed, &from) ||
+        !reg.translate(dst, what == CompressOp::Encode ? packed : raw, &to))
+      return Status::ErrArg;
+    const void *sp = from.addr;
+    void *dp = to.addr;
+    const bool queued = es->enqueue([what, c, t, sp, n, dp] {
+      switch (what) {
+        case CompressOp::Encode: gcoll::compress_encode(c, t, sp, n, dp); break;
+        case CompressOp::Decode: gcoll::compress_decode(c, t, sp, n, dp); break;
+        case CompressOp::DecodeAdd: gcoll::compress_decode_add(c, t, sp, n, dp); break;
+      }
+    });
+    return queued ? Status::Ok : Status::ErrNoMem;
+  }
+  Status compress_encode(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) override {
+    return compress(CompressOp::Encode, c, t, src, n, dst, s);
+  }
+  Status compress_decode(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) override {
+    return compress(CompressOp::Decode, c, t, src, n, dst, s);
+  }
+  Status compress_decode_add(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) override {
+    return compress(CompressOp::DecodeAdd, c, t, src, n, dst, s);
   }
 
   Status device_info(int dev, DeviceInfo *out) override {

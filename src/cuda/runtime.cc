@@ -57,6 +57,15 @@ class NoRuntime final : public Runtime {
   Status reduce(DType, ROp, void *, const void *const *, int, std::size_t, Stream) override {
     return Status::NotSupported;
   }
+  Status compress_encode(Compress, DType, const void *, std::size_t, void *, Stream) override {
+    return Status::NotSupported;
+  }
+  Status compress_decode(Compress, DType, const void *, std::size_t, void *, Stream) override {
+    return Status::NotSupported;
+  }
+  Status compress_decode_add(Compress, DType, const void *, std::size_t, void *, Stream) override {
+    return Status::NotSupported;
+  }
   Status device_info(int, DeviceInfo *out) override {
     *out = DeviceInfo{};
     return Status::NotSupported;

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "base/status.h"
+#include "kernels/compress.h"
 #include "kernels/fused.h"
 #include "kernels/types.h"
 
@@ -94,6 +95,17 @@ class Runtime {
   virtual int max_sources() const = 0;
   virtual Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count,
                         Stream s) = 0;
+
+  // The compressed allreduce's formats (kernels/compress.h, docs/compression.md) on device
+  // memory, queued on `s`: n elements of t (Float or Double) at src encoded into dst
+  // (compressed_bytes(c, n)); decoded into dst; decoded and added into dst in dst's
+  // precision. The same bytes and values as the host functions of compress.h (CUDA:
+  // kernels/cuda_compress.cu; the emulated GPU runs those host functions). src and dst do
+  // not overlap. An error (nothing queued) for Compress::Off, another type or a buffer
+  // the runtime cannot reach; NotSupported without a runtime.
+  virtual Status compress_encode(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) = 0;
+  virtual Status compress_decode(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) = 0;
+  virtual Status compress_decode_add(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) = 0;
 
   // Identity (uuid, PCI bus id), SM count and MPS state of device `dev`.
   virtual Status device_info(int dev, DeviceInfo *out) = 0;

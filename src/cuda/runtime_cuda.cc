@@ -17,6 +17,7 @@
 
 #include "cuda/device.h"
 #include "cuda/runtime.h"
+#include "kernels/cuda_compress.cuh"
 #include "kernels/cuda_reduce.cuh"
 #include "topo/node_topo.h"
 
@@ -215,6 +216,16 @@ class CudaRuntime final : public Runtime {
   int max_sources() const override { return kCudaMaxSources; }
   Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count, Stream s) override {
     return check(cuda_reduce(t, op, dst, srcs, m, count, S(s)), "reduce kernel");
+  }
+
+  Status compress_encode(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) override {
+    return check(cuda_compress_encode(c, t, src, n, dst, S(s)), "compression kernel (encode)");
+  }
+  Status compress_decode(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) override {
+    return check(cuda_compress_decode(c, t, src, n, dst, false, S(s)), "compression kernel (decode)");
+  }
+  Status compress_decode_add(Compress c, DType t, const void *src, std::size_t n, void *dst, Stream s) override {
+    return check(cuda_compress_decode(c, t, src, n, dst, true, S(s)), "compression kernel (decode and add)");
   }
 
   Status device_info(int dev, DeviceInfo *out) override {

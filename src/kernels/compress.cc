@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/compress_elements.h"
 #include "kernels/elements.h"
 
 namespace gcoll {
@@ -43,25 +44,7 @@ std::size_t compressed_bytes(Compress c, std::size_t n) {
   return 0;
 }
 
-std::uint8_t float_to_e4m3(float f) {
-  const std::uint32_t x = float_bits(f);
-  const std::uint8_t sign = static_cast<std::uint8_t>((x >> 24) & 0x80u);
-  const std::uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return static_cast<std::uint8_t>(sign | 0x7fu);  // inf, NaN: NaN
-  if (ax >= 0x43e00000u) return static_cast<std::uint8_t>(sign | 0x7eu);  // >= 448: saturate
-  if (ax >= 0x3c800000u) {  // >= 2^-6: normal e4m3; round at bit 20, rebias 127 -> 7
-    const std::uint32_t r = ax + 0x7ffffu + ((ax >> 20) & 1u);
-    std::uint32_t code = (r - (120u << 23)) >> 20;
-    if (code > 0x7eu) code = 0x7eu;  // [448, 464) rounds to 448 anyway; above: saturate
-    return static_cast<std::uint8_t>(sign | code);
-  }
-  // Subnormal e4m3: units of 2^-9 (exact scaling: |f| < 2^-6), round to nearest even.
-  const float m = bits_float(ax) * 512.0f;
-  std::uint32_t r = static_cast<std::uint32_t>(m);
-  const float rem = m - static_cast<float>(r);
-  if (rem > 0.5f || (rem == 0.5f && (r & 1u))) ++r;  // 8: the smallest normal, 0x08
-  return static_cast<std::uint8_t>(sign | r);
-}
+std::uint8_t float_to_e4m3(float f) { return e4m3_encode(f); }
 
 namespace {
 

@@ -157,6 +157,28 @@ Status CudaSpace::copy(void *dst, const void *src, std::size_t bytes) {
   return failed_if(cuda_status(rt().memcpy_async(dst, src, bytes, stream_), "copy (device copy)"));
 }
 
+// The compressed allreduce's formats on the space's stream (the rails: coll/rail.cc).
+Status CudaSpace::compress_encode(Compress c, DType t, const void *src, std::size_t n, void *dst) {
+  if (!n) return Status::Ok;
+  DeviceScope d(opt_.device);
+  enqueued_ = true;
+  return failed_if(cuda_status(rt().compress_encode(c, t, src, n, dst, stream_), "compression (encode)"));
+}
+
+Status CudaSpace::compress_decode(Compress c, DType t, const void *src, std::size_t n, void *dst) {
+  if (!n) return Status::Ok;
+  DeviceScope d(opt_.device);
+  enqueued_ = true;
+  return failed_if(cuda_status(rt().compress_decode(c, t, src, n, dst, stream_), "compression (decode)"));
+}
+
+Status CudaSpace::compress_decode_add(Compress c, DType t, const void *src, std::size_t n, void *dst) {
+  if (!n) return Status::Ok;
+  DeviceScope d(opt_.device);
+  enqueued_ = true;
+  return failed_if(cuda_status(rt().compress_decode_add(c, t, src, n, dst, stream_), "compression (decode and add)"));
+}
+
 void CudaSpace::begin_call() {
   open_cache_.begin_call();
   ctl_->begin_call();

@@ -85,6 +85,9 @@ class CudaSpace final : public MemSpace {
   Status reduce(DType t, ROp op, void *dst, const void *const *srcs, int m, std::size_t count) override;
 
   Status copy(void *dst, const void *src, std::size_t bytes) override;
+  Status compress_encode(Compress c, DType t, const void *src, std::size_t n, void *dst) override;
+  Status compress_decode(Compress c, DType t, const void *src, std::size_t n, void *dst) override;
+  Status compress_decode_add(Compress c, DType t, const void *src, std::size_t n, void *dst) override;
 
   // The application may have written its buffers with work still in flight on its
   // default stream (cudaMemcpy from pageable memory returns before the data lands;

@@ -31,6 +31,7 @@
 #include <functional>
 
 #include "base/status.h"
+#include "kernels/compress.h"
 #include "kernels/fused.h"
 #include "kernels/types.h"
 
@@ -76,6 +77,22 @@ class MemSpace {
   // asks it before the algorithm is chosen), the same on every rank of a build.
   virtual bool can_reduce(DType t, ROp op) const { return op_supported(op, t); }
   virtual Status copy(void *dst, const void *src, std::size_t bytes) = 0;
+  // The compressed allreduce's formats (kernels/compress.h) where the space's memory is:
+  // n elements of t encoded from src into dst / decoded into dst / decoded and added into
+  // dst, in dst's precision. Host: the host functions, at once. Device: the runtime's
+  // (cuda/runtime.h), queued on the space's stream like reduce() and copy().
+  virtual Status compress_encode(Compress c, DType t, const void *src, std::size_t n, void *dst) {
+    gcoll::compress_encode(c, t, src, n, dst);
+    return Status::Ok;
+  }
+  virtual Status compress_decode(Compress c, DType t, const void *src, std::size_t n, void *dst) {
+    gcoll::compress_decode(c, t, src, n, dst);
+    return Status::Ok;
+  }
+  virtual Status compress_decode_add(Compress c, DType t, const void *src, std::size_t n, void *dst) {
+    gcoll::compress_decode_add(c, t, src, n, dst);
+    return Status::Ok;
+  }
 
   // A call starts (device: mappings it uses are kept until the next call) / ends. Device:
   // finish() waits until everything enqueued is complete (the result is in the user's

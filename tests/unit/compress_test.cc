@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/compress.h"
+#include "kernels/compress_elements.h"
 #include "kernels/elements.h"
 
 namespace gcoll {
@@ -139,6 +140,20 @@ TEST(Compress, E4m3Codes) {
   }
   EXPECT_EQ(e4m3_to_float(0x7e), 448.0f);
   EXPECT_TRUE(std::isnan(e4m3_to_float(0x7f)));
+}
+
+// The bit-level decoding the CUDA kernels use (compress_elements.h) gives the host table's
+// value for every code: the same bits (NaN: NaN with the code's sign).
+TEST(Compress, E4m3DecodeOnBitsEqualsTheTable) {
+  for (int c = 0; c < 256; ++c) {
+    const float a = e4m3_decode(static_cast<std::uint8_t>(c)), b = e4m3_to_float(static_cast<std::uint8_t>(c));
+    if ((c & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b)) << c;
+      continue;
+    }
+    EXPECT_EQ(float_bits(a), float_bits(b)) << c;
+    EXPECT_EQ(e4m3_encode(a), float_to_e4m3(a)) << c;
+  }
 }
 
 TEST(Compress, Fp8ScalePerBlock) {

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -44,6 +45,7 @@
 #include "cuda/device.h"
 #include "cuda/emulate.h"
 #include "gcoll/gcoll_emulate.h"
+#include "kernels/compress.h"
 #include "kernels/host_reduce.h"
 #include "topo/topo_xml.h"
 
@@ -1204,6 +1206,58 @@ TEST_F(Emu, ReduceEqualsHostReduce) {
     ASSERT_TRUE(ok(host_reduce(c.t, c.op, expected.data(), host_ptrs.data(), c.m, count)));
     EXPECT_EQ(std::memcmp(out.p, expected.data(), bytes), 0);
   }
+}
+
+// The compressed allreduce's formats on device memory (runtime.h: compress_encode,
+// compress_decode, compress_decode_add): queued on a stream, the same bytes and values as
+// the host functions of kernels/compress.h; nothing queued for what they cannot do.
+TEST_F(Emu, CompressEqualsHostFunctions) {
+  Runtime &rt = emulated_runtime();
+  StreamGuard s;
+  constexpr std::size_t n = 1000;  // fp8: three full blocks and a partial one
+  for (Compress c : {Compress::Bf16, Compress::Fp16, Compress::Fp8})
+    for (DType t : {DType::Float, DType::Double}) {
+      SCOPED_TRACE(std::string(compress_name(c)) + " on " + dtype_name(t));
+      const std::size_t raw = n * dtype_size(t), packed = compressed_bytes(c, n);
+      std::vector<unsigned char> in(raw), acc(raw);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double v =
+            std::ldexp(static_cast<double>(static_cast<int>(i * 7919 % 2001) - 1000), static_cast<int>(i % 13) - 8);
+        const double w = static_cast<double>(i % 17) / 3.0;
+        if (t == DType::Double) {
+          std::memcpy(&in[8 * i], &v, 8);
+          std::memcpy(&acc[8 * i], &w, 8);
+        } else {
+          const float fv = static_cast<float>(v), fw = static_cast<float>(w);
+          std::memcpy(&in[4 * i], &fv, 4);
+          std::memcpy(&acc[4 * i], &fw, 4);
+        }
+      }
+      std::vector<unsigned char> enc(packed), dec(raw), dec_add(acc);
+      compress_encode(c, t, in.data(), n, enc.data());
+      compress_decode(c, t, enc.data(), n, dec.data());
+      compress_decode_add(c, t, enc.data(), n, dec_add.data());
+      Buffer src(raw, GCOLL_EMU_MEM_DEVICE), code(packed, GCOLL_EMU_MEM_DEVICE), out(raw, GCOLL_EMU_MEM_DEVICE),
+          sum(raw, GCOLL_EMU_MEM_DEVICE), back(2 * raw + packed, GCOLL_EMU_MEM_PINNED);
+      ASSERT_EQ(rt.memcpy_async(src.p, in.data(), raw, s.s), Status::Ok);
+      ASSERT_EQ(rt.memcpy_async(sum.p, acc.data(), raw, s.s), Status::Ok);
+      ASSERT_EQ(rt.compress_encode(c, t, src.p, n, code.p, s.s), Status::Ok);
+      ASSERT_EQ(rt.compress_decode(c, t, code.p, n, out.p, s.s), Status::Ok);
+      ASSERT_EQ(rt.compress_decode_add(c, t, code.p, n, sum.p, s.s), Status::Ok);
+      ASSERT_EQ(rt.memcpy_async(back.bytes(), code.p, packed, s.s), Status::Ok);
+      ASSERT_EQ(rt.memcpy_async(back.bytes() + packed, out.p, raw, s.s), Status::Ok);
+      ASSERT_EQ(rt.memcpy_async(back.bytes() + packed + raw, sum.p, raw, s.s), Status::Ok);
+      ASSERT_EQ(rt.stream_synchronize(s.s), Status::Ok);
+      EXPECT_EQ(std::memcmp(back.bytes(), enc.data(), packed), 0);
+      EXPECT_EQ(std::memcmp(back.bytes() + packed, dec.data(), raw), 0);
+      EXPECT_EQ(std::memcmp(back.bytes() + packed + raw, dec_add.data(), raw), 0);
+    }
+  Buffer a(64, GCOLL_EMU_MEM_DEVICE), b(64, GCOLL_EMU_MEM_DEVICE);
+  EXPECT_EQ(rt.compress_encode(Compress::Off, DType::Float, a.p, 4, b.p, s.s), Status::ErrArg);
+  EXPECT_EQ(rt.compress_encode(Compress::Bf16, DType::Int32, a.p, 4, b.p, s.s), Status::ErrArg);
+  EXPECT_EQ(rt.compress_decode(Compress::Bf16, DType::Float, a.p, 17, b.p, s.s), Status::ErrArg);  // 68 bytes > 64
+  EXPECT_EQ(rt.compress_decode_add(Compress::Fp8, DType::Double, a.p, 0, b.p, s.s), Status::Ok);
+  EXPECT_EQ(rt.stream_synchronize(s.s), Status::Ok);
 }
 
 TEST_F(Emu, ReduceRejectsWhatItCannotDo) {

@@ -592,6 +592,50 @@ TEST(Tune, NvringTakesEveryEngineCollectiveOnTheRing) {
   EXPECT_STREQ(select_algorithm({}, a, one)->name, "hier");
 }
 
+// The compressed allreduce (docs/compression.md): asked for (CollArgs::compress), float and
+// double sums on several nodes take @compressed on host and device buffers, before any rule
+// and before the cost model; never on one node, along NVLink rings (@nvring_hier), for other
+// types or ops, or unasked.
+TEST(Tune, CompressedOnHostAndDeviceBuffersAcrossNodesOnly) {
+  Topology one, two, rings;
+  one.num_nodes = 1;
+  one.size = one.local_size = 4;
+  compute_layout({0, 0, 2, 2}, 0, &two);
+  compute_layout({0, 0, 0, 3, 3, 3}, 0, &rings);
+  rings.ring = {0, 2, 1};
+  const std::vector<TuneRule> user = {
+      TuneRule{Coll::Allreduce, 0, ~std::uint64_t{0}, find_algorithm(Coll::Allreduce, "rd")}};
+  for (MemKind m : {MemKind::Host, MemKind::Device})
+    for (DType t : {DType::Float, DType::Double}) {
+      CollArgs a;
+      a.coll = Coll::Allreduce;
+      a.mem = m;
+      a.dtype = t;
+      a.elem = dtype_size(t);
+      a.op = ROp::Sum;
+      a.count = 1 << 20;
+      a.compress = Compress::Fp8;
+      const std::string what = std::string(m == MemKind::Host ? "host " : "device ") + dtype_name(t);
+      EXPECT_STREQ(select_algorithm({}, a, two)->name, "compressed") << what;
+      EXPECT_STREQ(select_algorithm(user, a, two)->name, "compressed") << what;  // before GCOLL_TUNE
+      EXPECT_STRNE(select_algorithm({}, a, one)->name, "compressed") << what;
+      if (m == MemKind::Device) EXPECT_STREQ(select_algorithm({}, a, rings)->name, "nvring_hier") << what;
+      a.op = ROp::Max;
+      EXPECT_STRNE(select_algorithm({}, a, two)->name, "compressed") << what;
+      a.op = ROp::Sum;
+      a.compress = Compress::Off;
+      EXPECT_STRNE(select_algorithm({}, a, two)->name, "compressed") << what;
+    }
+  CollArgs i;
+  i.coll = Coll::Allreduce;
+  i.mem = MemKind::Device;
+  i.dtype = DType::Int32;
+  i.elem = 4;
+  i.count = 1 << 20;
+  i.compress = Compress::Bf16;
+  EXPECT_STRNE(select_algorithm({}, i, two)->name, "compressed");
+}
+
 // gpu.stats.engine.* expects engine calls of every collective with engine algorithms, also
 // on a GPU that ranks share without MPS (time-sliced: small device calls staged). Its
 // program (mpi_tests/gpu/gpu_stats.c) makes one large call of each for that: those sizes
