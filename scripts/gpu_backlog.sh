@@ -14,6 +14,11 @@
 #          forms on device buffers (gpu.nonblocking.*: completed through every completion
 #          call, threads; issue 29); the stream-ordered calls, proxy thread and
 #          host-synchronous (gpu.stream.*: issue 30)
+#   K      without MPS: the compressed allreduce's CUDA kernels (issue 32 item 4):
+#          gpu.compress_kernels (bit for bit against the host functions), then
+#          osu_allreduce -d cuda on 2 x 2 virtual nodes pipelined with
+#          GCOLL_ALLREDUCE_COMPRESS=bf16 / fp16 (-c: exact on OSU's small integers) and fp8
+#          (lossy: no -c), the stats' compressed calls and bytes; step C: bf16 direct
 #   B      with MPS (the script's own daemon): the fused one-shot's protocol (gpu.fused.*),
 #          the default suite (GCOLL_DEVICE_FUSED=auto: fused under MPS) at np 2, 4, 8,
 #          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
@@ -194,6 +199,19 @@ bench64() {
   say "$name (64 MiB allreduce, np 4 $*): exit $? $(grep -E '^ *67108864 ' "$W/$name.txt" | tr -s ' ')"
 }
 
+# compress_osu NAME FORMAT NET OSU-ARGS...: osu_allreduce -d cuda, np 4 on 2 x 2 virtual nodes,
+# GCOLL_ALLREDUCE_COMPRESS=FORMAT, GCOLL_DEVICE_NET=NET, under the preload; the stats' compressed
+# calls and bytes (0 calls: the device compression path was not taken)
+compress_osu() {
+  local name=$1 fmt=$2 net=$3
+  shift 3
+  [ "$(left)" -lt 40 ] && { say "$name: not run (no time left)"; return 0; }
+  timeout -k 5 40 mpirun -np 4 -x GCOLL_RANKS_PER_NODE=2 -x GCOLL_ALLREDUCE_COMPRESS="$fmt" \
+    -x GCOLL_DEVICE_NET="$net" -x GCOLL_STATS_FILE="$W/$name-stats.json" -x LD_PRELOAD="$BUILD/lib/libgcoll.so" \
+    "$BUILD/bin/osu_allreduce" -d cuda -m 4:4194304 -i 10 -x 2 "$@" >"$W/$name.txt" 2>&1
+  say "$name (osu_allreduce -d cuda $* $fmt $net): exit $? $(grep -o '"compressed_[a-z_]*": *[0-9]*' "$W/$name-stats.json" 2>/dev/null | tr -d '"' | tr '\n' ' ')"
+}
+
 # ---- GCOLL_BACKLOG_PLAN=recheck: a short rerun of chosen tests, without then with MPS ----------
 if [ "$PLAN" = recheck ]; then
   [ "${GCOLL_RECHECK_TOPO:-0}" = 1 ] && topo_step
@@ -237,6 +255,14 @@ topo_step
 mps_off
 ctest_group A-nomps 150 '^(gpu\.(kernels|colls\.np[34]|colls\.vnodes2\.pipelined\.np4|nonblocking\.(default|engine|engine_vnodes2)\.np4|nonblocking\.threads\.np3|stream\.(sync|proxy)\.np4|mpi\.default\.np4|stats\.engine\.np4)|invisible\.(mpi|engine|vnodes2)\.np4)$'
 
+# ---- K: the compressed allreduce on the GPU (issue 32 item 4), without MPS -------------------
+ctest_group K-compress-kernels 60 '^gpu\.compress_kernels$'
+grep -E '^(device:|FAIL|info|PASSED|FAILED|SKIPPED)' "$W/K-compress-kernels.LastTest.log" 2>/dev/null | head -24 |
+  cut -c1-300 | sed 's/^/    /' >>"$SUM"
+compress_osu K-osu-bf16 bf16 pipelined -c -T mpi_float
+compress_osu K-osu-fp16-double fp16 pipelined -c -T mpi_double
+compress_osu K-osu-fp8 fp8 pipelined -T mpi_float
+
 # ---- B: with MPS -------------------------------------------------------------------------------
 if mps_on; then
   # which path the calls take under MPS (the log says whether the fused one-shot is on)
@@ -267,6 +293,7 @@ if mps_on; then
       export LD_LIBRARY_PATH=$ROOT/.ucx-cuda/libucx/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
       .ucx-cuda/libucx/bin/ucx_info -d 2>&1 | grep -E 'Memory domain|Transport|memory types' >"$W/C-ucx_info.txt"
       ctest_group C-direct-mps 90 '^gpu\.(colls\.vnodes3\.direct\.np5|mpi\.vnodes[0-9_rpn]*\.direct|traffic\..*\.direct)'
+      compress_osu C-osu-bf16-direct bf16 direct -c -T mpi_float
       # E: the issue 13 benchmark, 64 MiB allreduce on 2 x 2 virtual nodes: direct (this UCX)
       bench64 E-direct -x GCOLL_RANKS_PER_NODE=2 -x GCOLL_DEVICE_NET=direct
     )

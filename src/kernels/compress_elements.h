@@ -10,12 +10,15 @@
 namespace gcoll {
 
 // f (already divided by the block's scale) to its e4m3 code: round to nearest even,
-// saturating at +-448; inf and NaN become NaN (0x7f, signed).
+// saturating at +-448; inf becomes NaN with its sign (0x7f, 0xff), NaN becomes 0x7f whatever
+// its sign: a GPU's multiply by the scale returns its canonical NaN, the host's keeps the
+// input's sign, and the codes must be the same bytes on both.
 GCOLL_HD inline std::uint8_t e4m3_encode(float f) {
   const std::uint32_t x = float_bits(f);
   const std::uint8_t sign = static_cast<std::uint8_t>((x >> 24) & 0x80u);
   const std::uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return static_cast<std::uint8_t>(sign | 0x7fu);  // inf, NaN: NaN
+  if (ax > 0x7f800000u) return 0x7fu;                                       // NaN
+  if (ax == 0x7f800000u) return static_cast<std::uint8_t>(sign | 0x7fu);  // inf: NaN
   if (ax >= 0x43e00000u) return static_cast<std::uint8_t>(sign | 0x7eu);  // >= 448: saturate
   if (ax >= 0x3c800000u) {  // >= 2^-6: normal e4m3; round at bit 20, rebias 127 -> 7
     const std::uint32_t r = ax + 0x7ffffu + ((ax >> 20) & 1u);
