@@ -617,6 +617,9 @@ def parse_args(argv):
                     help="benchmark argument for the gcoll runs only (repeatable), e.g. "
                          "--gcoll-arg=--graph --gcoll-arg=100 (osu_allreduce_enqueue: calls "
                          "inside a CUDA graph, against the blocking call)")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="N CPU-bound processes (`while :; do :; done`) running through every "
+                         "run of both variants: a shared machine (issue 32 item 2; default 0)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     ap.add_argument("--out", help="output directory (default: <build-dir>/osu_compare/"
                                   "<bench>-np<N>-<time>)")
@@ -639,6 +642,8 @@ def parse_args(argv):
         ap.error("--np must be at least 2")
     if args.reps < 1:
         ap.error("--reps must be at least 1")
+    if args.busy < 0:
+        ap.error("--busy must be 0 or more")
     if args.device == "cuda" and any(a in ("-d", "--accelerator", "--staged") or
                                      a.startswith("--accelerator=") for a in bench_args):
         ap.error("--device cuda sets -d/--staged itself; leave them out of the benchmark "
@@ -702,12 +707,31 @@ def main(argv=None):
     runs = {"baseline": [], "gcoll": []}
     commands = {"baseline": None, "gcoll": None}
     started = time.time()
-    for rep in range(args.reps):
-        order = ("baseline", "gcoll") if rep % 2 == 0 else ("gcoll", "baseline")
-        for variant in order:
-            parsed, cmd, _ = run_once(args, variant, rep, raw_dir)
-            runs[variant].append(parsed)
-            commands[variant] = cmd
+    # The load of a shared machine: the same for every run of both variants. Loop i is
+    # pinned to CPU i (of this process's CPUs, round robin), so that every run meets the
+    # same load on each core (unpinned, the scheduler's placement of the loops changed a
+    # run's times by 2-5x from one run to the next on the 2-core VM). They stay in this
+    # session, as loops started from the user's shell would: in a session of their own,
+    # Linux's autogroup scheduling (kernel.sched_autogroup_enabled) shares the CPU between
+    # sessions, not threads, and the loops barely slow the MPI's ranks at all.
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+    def pin(i):
+        return (lambda: os.sched_setaffinity(0, {cpus[i % len(cpus)]})) if cpus else None
+
+    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=pin(i))
+            for i in range(args.busy)]
+    try:
+        for rep in range(args.reps):
+            order = ("baseline", "gcoll") if rep % 2 == 0 else ("gcoll", "baseline")
+            for variant in order:
+                parsed, cmd, _ = run_once(args, variant, rep, raw_dir)
+                runs[variant].append(parsed)
+                commands[variant] = cmd
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
     elapsed = time.time() - started
 
     summary = summarize(args.bench, args.np, runs)
@@ -716,6 +740,8 @@ def main(argv=None):
     gcoll_label = "gcoll (LD_PRELOAD%s)" % (", -d cuda" if args.device == "cuda" else "")
     names = ("baseline", "gcoll")
     runs_said = "median of %d alternating runs each" % args.reps
+    if args.busy:
+        runs_said += ", %d CPU-bound processes alongside" % args.busy
     if args.bench in ENQUEUE:
         base_label = "blocking %s (gcoll, LD_PRELOAD, -d cuda)" % collective(args.bench)
         gcoll_label = "MPIX_Allreduce_enqueue (gcoll, LD_PRELOAD, -d cuda)"
@@ -734,7 +760,8 @@ def main(argv=None):
     csv_path, png = write_outputs(out_dir, args.bench, args.np, summary, caption,
                                   (base_label, gcoll_label), names)
     meta = dict(info)
-    meta.update({"bench": args.bench, "np": args.np, "reps": args.reps, "device": args.device,
+    meta.update({"bench": args.bench, "np": args.np, "reps": args.reps, "busy": args.busy,
+                 "device": args.device,
                  "env": args.env, "baseline_env": args.baseline_env,
                  "bench_args": args.bench_args, "lib": args.lib, "bin_dir": args.bin_dir,
                  "commands": {k: " ".join(v) for k, v in commands.items() if v},

@@ -186,6 +186,15 @@ const std::vector<SettingDef> kSettings = {
      "built-in ones used.",
      [](Config &c, const Value &v) { c.host_tune = v.s; },
      "the communicator uses the MPI (device buffers staged)"},
+    {"GCOLL_HOST_BUSY_MPI", SettingType::Size, "256K", "0:1099511627776",
+     "Host buffers through the engine, on cores shared with other processes: calls of this many bytes and more "
+     "(the selection's bytes, as GCOLL_TUNE's) go to the MPI's own collective while any rank of the communicator "
+     "finds its cores shared (GCOLL_SHARED_CORES). The ranks agree on that at one call in 16 of these sizes "
+     "(one small hidden allreduce), so every rank takes the same path. Where other work holds the cores, the "
+     "engine's large calls slow down 2 to 5 times more than the MPI's (docs/host-engine-vs-mpi.md). 0 = never. "
+     "Not with GCOLL_HOST_TUNE=off (the engine at every size) nor where a GCOLL_TUNE rule covers the size.",
+     [](Config &c, const Value &v) { c.host_busy_mpi = v.size; },
+     "the communicator uses the MPI (device buffers staged)"},
     {"GCOLL_COST_MODEL", SettingType::Bool, "1", nullptr,
      "1: on nodes of several GPUs, device-buffer calls that no GCOLL_TUNE rule takes get the algorithm the cost model "
      "predicts fastest from the node's links (docs/cost-model.md; gcoll_info --topology prints its picks). 0: the "
@@ -217,6 +226,13 @@ const std::vector<SettingDef> kSettings = {
      "OMPI_MCA_mpi_yield_when_idle=1, or more runnable threads than CPUs on the machine: other jobs), else "
      "yield, and sleep once a wait lasts 1 ms.",
      [](Config &c, const Value &v) { c.wait_mode = static_cast<WaitMode>(v.choice); }},
+    {"GCOLL_SHARED_CORES", SettingType::Enum, "auto", "auto|yes|no",
+     "Whether other processes (another job, CPU-bound helpers) share this rank's cores, for GCOLL_HOST_BUSY_MPI. "
+     "auto = seen by the waits: a sched_yield that came back after 1 ms or more within the last second (the core "
+     "went to someone else's thread for its whole time slice; this job's own ranks hand it back at once, so "
+     "ranks that merely outnumber the cores do not count); yes = always (a batch system that packs jobs onto "
+     "shared cores); no = never (dedicated cores).",
+     [](Config &c, const Value &v) { c.shared_cores = static_cast<int>(v.choice); }},
     {"GCOLL_TOPO_FILE", SettingType::String, "", nullptr,
      "A node topology file in NCCL's XML dialect (what NCCL_TOPO_FILE takes and NCCL_TOPO_DUMP_FILE writes; "
      "clouds ship them for their VMs): its GPUs (by PCI bus id), NVLinks, PCI tree, NUMA nodes and NICs "

@@ -27,6 +27,7 @@ struct Config {
   int ranks_per_node = 0;            // 0: physical nodes
   std::string tune;                  // user's selection rules (validated in src/coll/tune)
   std::string host_tune = "default";  // host-buffer crossover rules (src/coll/tune: kHostTune)
+  std::uint64_t host_busy_mpi = 256 << 10;  // GCOLL_HOST_BUSY_MPI: host calls from this size go to the MPI on a loaded machine (0: never)
   bool cost_model = true;            // GCOLL_COST_MODEL (src/coll/cost_model.h)
   std::uint64_t chunk_size = 1 << 20;
   int timeout_s = 0;                 // 0: no timeout
@@ -46,6 +47,7 @@ struct Config {
   bool memory_cache = true;          // GCOLL_MEMORY_CACHE: reuse buffer classifications (src/cuda/device.h)
   int agree_interval = 1024;         // GCOLL_MEMORY_AGREE_INTERVAL: most calls between memory-kind agreements
   WaitMode wait_mode = WaitMode::Auto;              // GCOLL_WAIT (src/base/wait.h)
+  int shared_cores = 0;                             // GCOLL_SHARED_CORES: 0 auto, 1 yes, 2 no (wait.h)
   std::string topo_file;             // GCOLL_TOPO_FILE: NCCL topology XML that overrides detection (src/topo)
   std::string topo_dump_file;        // GCOLL_TOPO_DUMP_FILE: where the detected node topology is written
   P2pLevel p2p_level = P2pLevel::Pxb;  // GCOLL_P2P_LEVEL

@@ -177,7 +177,7 @@ AgreedSettings agreed_settings(const std::vector<long long> &lo, const std::vect
   a.timeout_s = lo[kTimeoutMin] == LLONG_MAX ? 0 : static_cast<int>(lo[kTimeoutMin]);
   at("GCOLL_ALLREDUCE_COMPRESS", 0, 0, &l, &h);
   a.allreduce_compress = l == h && l > 0 && l < 4 ? static_cast<int>(l) : 0;  // off where the ranks differ
-  for (const char *name : {"GCOLL_RANKS_PER_NODE", "GCOLL_TUNE", "GCOLL_HOST_TUNE", "GCOLL_CHUNK_SIZE",
+  for (const char *name : {"GCOLL_RANKS_PER_NODE", "GCOLL_TUNE", "GCOLL_HOST_TUNE", "GCOLL_HOST_BUSY_MPI", "GCOLL_CHUNK_SIZE",
                            "GCOLL_DEVICE_CHUNK_SIZE", "GCOLL_DEVICE_NET_CHUNK", "GCOLL_CUDA"}) {
     at(name, 0, 0, &l, &h);
     if (l != h) a.engine = false;

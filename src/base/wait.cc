@@ -30,6 +30,10 @@ std::atomic<bool> g_node_oversubscribed{false};
 constexpr std::int64_t kLookNs = 10 * 1000 * 1000;
 std::atomic<int> g_runnable{-1};
 std::atomic<std::int64_t> g_looked_ns{0};
+// When a yield last came back late (steady clock, ns; 0: never): WaitPolicy::slow_pause.
+std::atomic<std::int64_t> g_slow_yield_ns{0};
+// wait_machine_loaded(): a slow yield this recent says the cores are shared.
+constexpr std::int64_t kLoadedMemoryNs = 1000 * 1000 * 1000;
 
 struct StaticFacts {
   int cores = 1;    // CPUs this process may run on
@@ -152,6 +156,31 @@ bool wait_oversubscribed() {
   return r > static_facts().online;
 }
 
+bool wait_machine_loaded() {
+  switch (config().shared_cores) {
+    case 1: return true;   // GCOLL_SHARED_CORES=yes
+    case 2: return false;  // no
+    default: break;
+  }
+  const std::int64_t t = g_slow_yield_ns.load(std::memory_order_relaxed);
+  return t != 0 && now_ns() - t <= kLoadedMemoryNs;
+}
+
+bool wait_probe_machine_loaded() {
+  if (config().shared_cores != 0 || wait_machine_loaded()) return wait_machine_loaded();
+  constexpr int kProbeYields = 3;
+  for (int i = 0; i < kProbeYields; ++i) {
+    const std::int64_t t0 = now_ns();
+    sched_yield();
+    const std::int64_t t1 = now_ns();
+    if (t1 - t0 >= static_cast<std::int64_t>(WaitPolicy::kSlowYieldUs) * 1000) {
+      g_slow_yield_ns.store(t1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
 WaitFacts wait_facts() {
   const StaticFacts &s = static_facts();
   WaitFacts f;
@@ -165,6 +194,7 @@ WaitFacts wait_facts() {
   f.mpi_yield = s.mpi_yield;
   f.runnable = read_runnable();
   f.oversubscribed = static_oversubscribed() || (f.runnable > s.online);
+  f.shared_cores = wait_machine_loaded();
   return f;
 }
 
@@ -180,6 +210,14 @@ WaitFacts wait_facts() {
 // cost the others nothing. Without oversubscription (auto) a wait yields, which costs
 // nothing when no one else is runnable, and sleeps only past 1 ms (a peer that is late,
 // e.g. load imbalance in the application), 50 us at a time as before.
+//
+// A yield hands the core to whoever is queued on it. Our own ranks hand it back as soon as
+// they wait; another job's thread (a CPU-bound process sharing the cores) keeps it for its
+// whole scheduler slice, milliseconds. So a yield that took kSlowYieldUs or more says the
+// core is shared with other work: this wait goes to its sleeps at once, and no wait of the
+// process yields for kSlowYieldMemoryNs after that (issue 32 item 2: with two CPU-bound
+// loops on the 2-core VM, 32 yields per wait gave the loops whole slices, and a 1 KiB to
+// 16 KiB allreduce took 6 to 9 ms instead of 4 to 7).
 namespace detail {
 std::atomic<WaitProgressHook> g_wait_progress_hook{nullptr};
 thread_local int tl_wait_in_call __attribute__((tls_model("initial-exec"))) = 0;
@@ -189,11 +227,24 @@ void wait_set_progress_hook(WaitProgressHook h) { detail::g_wait_progress_hook.s
 
 void WaitPolicy::slow_pause() {
   const std::uint64_t k = polls_ - kSpinPolls;
-  if (mode_ == WaitMode::Yield || k <= kYieldPolls) {
+  if (mode_ == WaitMode::Yield) {
     sched_yield();
     return;
   }
-  if (mode_ == WaitMode::Auto && sleep_us_ == 0 && !wait_oversubscribed()) {
+  if (k <= kYieldPolls) {
+    const std::int64_t t0 = now_ns();
+    const std::int64_t last = g_slow_yield_ns.load(std::memory_order_relaxed);
+    if (last == 0 || t0 - last > kSlowYieldMemoryNs) {
+      sched_yield();
+      const std::int64_t t1 = now_ns();
+      if (t1 - t0 < static_cast<std::int64_t>(kSlowYieldUs) * 1000) return;
+      g_slow_yield_ns.store(t1, std::memory_order_relaxed);
+    }
+    polls_ = kSpinPolls + kYieldPolls + 1;  // to the sleeps
+  }
+  if (mode_ == WaitMode::Auto && sleep_us_ == 0 && !wait_oversubscribed() &&
+      (g_slow_yield_ns.load(std::memory_order_relaxed) == 0 ||
+       now_ns() - g_slow_yield_ns.load(std::memory_order_relaxed) > kSlowYieldMemoryNs)) {
     const auto now = Clock::now();
     if (!started_) {
       start_ = now;

@@ -63,12 +63,24 @@ struct WaitFacts {
   bool mpi_yield = false;   // OMPI_MCA_mpi_yield_when_idle set to a true value
   int runnable = -1;        // runnable threads on the machine at the last look (-1: unknown)
   bool oversubscribed = false;
+  bool shared_cores = false;  // wait_machine_loaded(): GCOLL_SHARED_CORES, or a slow yield seen
 };
 WaitFacts wait_facts();
 
 // True when auto should sleep: the static facts, or the last look at the machine's
 // runnable threads (refreshed at most every 10 ms, by whichever wait asks).
 bool wait_oversubscribed();
+// Whether other processes share this rank's cores (GCOLL_SHARED_CORES; for
+// GCOLL_HOST_BUSY_MPI, coll/team.h: Team::busy_says_mpi): auto = a wait's yield came back
+// after kSlowYieldUs or more within the last second (another process's thread held the
+// core for its time slice; this job's ranks hand it back at once, so ranks that merely
+// outnumber the cores do not count), yes, no.
+bool wait_machine_loaded();
+// wait_machine_loaded(), looking first (auto, nothing seen within the last second): up to
+// kProbeYields timed yields, the first slow one ends it. A process whose calls go to the
+// MPI runs none of gcoll's waits, so it would otherwise stop seeing the load. Costs about
+// a microsecond per yield on cores that are not shared.
+bool wait_probe_machine_loaded();
 
 // The MPI's own progress while gcoll waits inside an intercepted call. An MPI may need a
 // rank that has already returned from a collective to keep calling into it (MPICH 5's
@@ -134,6 +146,8 @@ class WaitPolicy {
   static constexpr std::uint64_t kSpinPolls = 64;     // polls before the first yield
   static constexpr std::uint64_t kProgressPolls = 64; // spinning: the MPI's progress every this many polls (power of 2)
   static constexpr std::uint64_t kYieldPolls = 32;    // yields before the first sleep (sleep, auto oversubscribed)
+  static constexpr int kSlowYieldUs = 1000;           // a yield that took this long gave the core to another job
+  static constexpr std::int64_t kSlowYieldMemoryNs = 20 * 1000 * 1000;  // ... and no wait yields for this long after
   static constexpr int kSleepMinUs = 16;
   static constexpr int kSleepMaxUs = 128;
   static constexpr int kLongWaitUs = 1000;            // auto, not oversubscribed: sleep after this long,

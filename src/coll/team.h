@@ -59,6 +59,16 @@ struct Team {
   // Collective: the min and max of compress_info_mine over the ranks; equal: that value (-1
   // keeps the agreed one), different: off, with one warning per job.
   void agree_compress();
+  // GCOLL_HOST_BUSY_MPI (issue 32 item 2): whether this host call of that size or more goes to
+  // the MPI because the machine is loaded. Every kBusyAgreeEvery-th such call (the first
+  // included) agrees, over the communicator, whether any rank sees its machine loaded
+  // (base/wait.h: wait_machine_loaded); the calls up to the next agreement follow it. Called
+  // at the same calls on every rank (rank-uniform: bytes by type signature, agreed settings,
+  // the engine set up), so the answer is the same on every rank.
+  bool busy_says_mpi();
+  static constexpr unsigned kBusyAgreeEvery = 16;
+  unsigned busy_calls = 0;
+  bool busy_mpi = false;
   // The format of an allreduce of (t, op) on this communicator (Off unless compressible).
   Compress allreduce_compress(DType t, ROp op) const {
     if (!compressible(t, op)) return Compress::Off;

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/uniform_settings.h"
+#include "base/wait.h"
 #include "boot/bootstrap.h"
 #include "cuda/device.h"
 
@@ -171,6 +172,17 @@ void Team::agree_compress() {
                  "its allreduces are not compressed",
                  name(lo), name(hi));
     });
+}
+
+bool Team::busy_says_mpi() {
+  if (busy_calls++ % kBusyAgreeEvery != 0) return busy_mpi;
+  process_stats().count(Counter::HiddenMpi);
+  MpiBootstrap boot(comm);
+  const long long mine = wait_probe_machine_loaded() ? 1 : 0;
+  long long lo = 0, hi = 0;
+  // Not agreed (the MPI failed the small allreduce, on every rank alike): the engine.
+  busy_mpi = ok(min_max(boot, &mine, 1, &lo, &hi)) && hi > 0;
+  return busy_mpi;
 }
 
 namespace {

@@ -243,6 +243,15 @@ bool host_declines(const std::vector<TuneRule> &user, const std::vector<TuneRule
   return false;
 }
 
+bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, std::uint64_t min_bytes,
+                         bool host_tune_off) {
+  const std::uint64_t b = a.bytes();
+  if (min_bytes == 0 || b < min_bytes || host_tune_off || a.compress != Compress::Off) return false;
+  for (const auto &r : user)
+    if (r.coll == a.coll && b >= r.lo && b < r.hi) return false;
+  return true;
+}
+
 const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollArgs &a, const Topology &t,
                                   const std::vector<TuneRule> *host) {
   // The compressed allreduce where the communicator asked for it (agreed: rank-uniform), before any rule.

@@ -805,6 +805,32 @@ TEST(Tune, HostCrossoversSendHostCallsToTheMpi) {
   EXPECT_NE(table.find("0-4K:@mpi"), std::string::npos);
 }
 
+// GCOLL_HOST_BUSY_MPI (issue 32 item 2): which host calls may go to the MPI on a loaded
+// machine: from the setting's size on, not where it is 0, not with GCOLL_HOST_TUNE=off,
+// not where the call is compressed, not where a GCOLL_TUNE rule covers the collective and size.
+TEST(Tune, BusyCandidatesBySizeAndSettings) {
+  CollArgs a;
+  a.coll = Coll::Allreduce;
+  a.dtype = DType::Float;
+  a.op = ROp::Sum;
+  a.elem = 4;
+  a.count = 65536;  // 256K
+  EXPECT_TRUE(host_busy_candidate({}, a, 256 << 10, false));
+  EXPECT_FALSE(host_busy_candidate({}, a, 512 << 10, false));
+  EXPECT_FALSE(host_busy_candidate({}, a, 0, false));
+  EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, true));
+  std::string err;
+  std::vector<TuneRule> user;
+  ASSERT_TRUE(ok(parse_tune("allreduce:128K-1M:@ring", &user, &err))) << err;
+  ASSERT_EQ(user.size(), 1u);
+  EXPECT_FALSE(host_busy_candidate(user, a, 256 << 10, false));
+  a.coll = Coll::Reduce_scatter_block;  // the rule is allreduce's
+  EXPECT_TRUE(host_busy_candidate(user, a, 256 << 10, false));
+  a.coll = Coll::Allreduce;
+  a.compress = Compress::Bf16;
+  EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false));
+}
+
 TEST(Tune, AlgorithmTableNamesDefaultsAndUnknownRules) {
   const std::string table = describe_algorithms("");
   EXPECT_NE(table.find("rabenseifner"), std::string::npos);
