@@ -22,16 +22,10 @@
 #include "kernels/fused.h"
 #include "kernels/host_reduce.h"
 
+#include "cuda_check.h"
+
 using namespace gcoll;
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::printf("CUDA %s at line %d: %s\n", #x, __LINE__, cudaGetErrorString(e_));            \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
 
 namespace {
 
