@@ -136,7 +136,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     if (e && e->declines_host(args)) path = lm.device ? Path::Staged : Path::Passthrough;
     // Large calls on a loaded machine (GCOLL_HOST_BUSY_MPI): the MPI's, where the ranks
     // agreed at the last agreement that some rank's machine is loaded.
-    else if (e && host_busy_candidate(user_tune_rules(), args, config().host_busy_mpi, config().host_tune == "off") &&
+    else if (e && host_busy_candidate(user_tune_rules(), args, config().host_busy_mpi, host_tune_off()) &&
              cs->busy_says_mpi())
       path = lm.device ? Path::Staged : Path::Passthrough;
   }

@@ -318,6 +318,10 @@ const UserTune &host_tune() {
 }  // namespace
 
 const std::vector<TuneRule> &host_tune_rules() { return host_tune().rules; }
+bool host_tune_off() {
+  static const bool off = config().host_tune == "off";
+  return off;
+}
 const std::string &host_tune_error() { return host_tune().error; }
 
 }  // namespace gcoll

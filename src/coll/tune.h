@@ -56,6 +56,8 @@ const std::string &user_tune_error();
 // (uniform_settings.cc): every rank of an engine communicator has the same rules.
 const std::vector<TuneRule> &host_tune_rules();
 const std::string &host_tune_error();
+// GCOLL_HOST_TUNE=off (the engine at every size), read once.
+bool host_tune_off();
 // The rules `setting` (GCOLL_HOST_TUNE's value) stands for, as host_tune_rules() reads it.
 std::vector<TuneRule> host_rules_of(const std::string &setting, std::string *error);
 

@@ -85,15 +85,16 @@ TEST(Wait, SleepSleepsAfterSpinAndYield) {
   // Unless one of the yields came back late (another process held the core: then the wait
   // goes to its sleeps at once, Wait.SlowYieldsMeanSharedCores).
   if (!wait_facts().shared_cores) EXPECT_EQ(w.sleeps(), 0u);
+  const std::uint64_t s0 = w.sleeps();
   const auto t0 = Clock::now();
   for (int i = 0; i < 10; ++i) w.pause();
-  EXPECT_EQ(w.sleeps(), 10u);
+  EXPECT_EQ(w.sleeps() - s0, 10u);
   // 16 + 32 + 64 + 7 x 128 us at least.
   EXPECT_GE(Clock::now() - t0, std::chrono::microseconds(16 + 32 + 64 + 7 * 128));
   w.reset();
   EXPECT_EQ(w.polls(), 0u);
   w.pause();
-  EXPECT_EQ(w.sleeps(), 10u);  // spinning again
+  EXPECT_EQ(w.sleeps() - s0, 10u);  // spinning again
 }
 
 TEST(Wait, AutoSleepsWhenRanksOutnumberCores) {
@@ -150,7 +151,10 @@ TEST(Wait, SlowYieldsMeanSharedCores) {
   EXPECT_TRUE(seen);
   EXPECT_TRUE(wait_machine_loaded());
   EXPECT_TRUE(wait_facts().shared_cores);
-  EXPECT_EQ(w.sleeps(), 2u);
+  // Both pauses past the spin sleep (within 20 ms of the slow yield), or, had this thread
+  // been off its CPU longer than that, the first one yields (slowly: the hog) and the
+  // second sleeps.
+  EXPECT_GE(w.sleeps(), 1u);
 }
 
 TEST(Wait, AutoSleepsInLongWaits) {
