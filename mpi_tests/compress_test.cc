@@ -9,14 +9,18 @@
 //   - never compressed unless asked: integers, MPI_MAX, a communicator without the key
 //     (unless GCOLL_ALLREDUCE_COMPRESS says so: MPI_COMM_WORLD follows it) and ranks that
 //     disagree on the key give PMPI's exact results and no compressed call;
-//   - device buffers on the emulated GPU (GCOLL_CUDA=emulate, GCOLLTEST_COMPRESS_DEVICE=1:
-//     every checked allreduce on device buffers): the same checks (bound, same bits, stats),
-//     encoded and decoded on the device, through either way across nodes
+//   - device buffers (GCOLLTEST_COMPRESS_DEVICE=1: every checked allreduce on device
+//     buffers, allocated and copied through gpu/gpu_api.h: a real GPU through the CUDA
+//     runtime, or the emulated GPU under GCOLL_CUDA=emulate): the same checks (bound, same
+//     bits, stats), encoded and decoded on the device, through either way across nodes
 //     (GCOLL_DEVICE_NET); exact and uncompressed where not asked (key off, MPI_INT, MPI_MAX,
-//     one node).
+//     one node). GCOLLTEST_COMPRESS_DEVICE=gpu: the same on a real GPU only (the emulated
+//     GPU, or no device: "SKIPPED", exit 77 on every rank before MPI_Init). Without a
+//     device at all, =1 skips alike. Each rank takes device local_rank % count before
+//     MPI_Init (the launcher's local rank), as the gpu/ programs do.
 // The expected number of nodes comes from GCOLL_RANKS_PER_NODE (virtual nodes of k ranks).
 #include <gcoll/gcoll.h>
-#include <gcoll/gcoll_emulate.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_api.h"
 #include "harness.h"
 
 namespace gct {
@@ -43,29 +48,99 @@ int world_size() {
   return n;
 }
 
-// GCOLLTEST_COMPRESS_DEVICE=1: check_sum's allreduces run on device buffers of the
-// emulated GPU (copied in and out around the call).
-bool device_buffers() {
+// GCOLLTEST_COMPRESS_DEVICE: unset (or anything else): host buffers; 1: check_sum's
+// allreduces on device buffers of gpu_api.h's mode (copied in and out around the call);
+// gpu: the same, on a real GPU only.
+enum class DeviceMode { Host, Any, RealGpu };
+DeviceMode device_mode() {
   const char *v = std::getenv("GCOLLTEST_COMPRESS_DEVICE");
-  return v && std::strcmp(v, "1") == 0 && gcoll_emu_active();
+  if (v && std::strcmp(v, "1") == 0) return DeviceMode::Any;
+  if (v && std::strcmp(v, "gpu") == 0) return DeviceMode::RealGpu;
+  return DeviceMode::Host;
+}
+bool device_buffers() { return device_mode() != DeviceMode::Host; }
+
+int env_local_rank() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "SLURM_LOCALID", "PMI_LOCAL_RANK"}) {
+    const char *v = std::getenv(name);
+    if (v && *v) return std::atoi(v);
+  }
+  return -1;
 }
 
-// MPI_Allreduce of `count` elements (host in/out), on device buffers where device_buffers().
-// An allocation that fails aborts the job (a rank that left the collective would hang it).
+// Before main() (hence before MPI_Init), device modes only: without a device (or on the
+// emulated GPU under GCOLLTEST_COMPRESS_DEVICE=gpu) every rank prints the skip line and
+// exits 77 (CTest's SKIP_RETURN_CODE); else the rank's device is made current, so that the
+// MPI and gcoll initialize on it. Host mode makes no gpu_api call (no CUDA in the process).
+int g_device = -1;
+struct EarlyDevice {
+  EarlyDevice() {
+    const DeviceMode m = device_mode();
+    if (m == DeviceMode::Host) return;
+    int n = 0;
+    const int e = gpu_device_count(&n);
+    if (e != 0 || n < 1) {
+      std::printf("SKIPPED: no GPU (%s: %s)\n", gpu_mode_name(), e ? gpu_error_string(e) : "no device");
+      std::fflush(stdout);
+      _exit(77);
+    }
+    if (m == DeviceMode::RealGpu && gpu_emulated()) {
+      std::printf("SKIPPED: GCOLLTEST_COMPRESS_DEVICE=gpu: a real GPU only, not the %s\n", gpu_mode_name());
+      std::fflush(stdout);
+      _exit(77);
+    }
+    const int local = env_local_rank();
+    g_device = (local >= 0 ? local : 0) % n;
+    const int s = gpu_set_device(g_device);
+    if (s != 0) {
+      std::fprintf(stderr, "compress test: device %d: %s (%s)\n", g_device, gpu_error_string(s), gpu_mode_name());
+      _exit(1);
+    }
+  }
+} g_early_device;
+
+// After MPI_Init: what the device mode runs on, one line from rank 0 (the GPU logs say
+// whether a real GPU ran the checks).
+class DeviceReport : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (!device_buffers() || world_rank() != 0) return;
+    char name[256] = "?";
+    gpu_device_name(g_device, name, sizeof name);
+    int n = 0;
+    gpu_device_count(&n);
+    std::printf("compress test: device buffers on %s: %s, %d device(s), rank 0 on device %d\n", gpu_mode_name(),
+                name, n, g_device);
+    std::fflush(stdout);
+  }
+};
+::testing::Environment *const g_device_report = ::testing::AddGlobalTestEnvironment(new DeviceReport);
+
+// A failed gpu_api call is a broken environment, not a verdict: end the job (a rank that
+// left the collective would hang the others).
+void gpu_or_abort(int err, const char *what) {
+  if (err == 0) return;
+  std::fprintf(stderr, "compress test: %s failed: %s (%s, error %d)\n", what, gpu_error_string(err), gpu_mode_name(),
+               err);
+  std::fflush(stderr);
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+// MPI_Allreduce of `count` elements (host in/out), on device buffers (gpu_malloc,
+// GPU_MEM_DEVICE: cudaMalloc or the emulated GPU's) where device_buffers().
 int allreduce_on(const void *in, void *out, std::size_t count, MPI_Datatype dt, std::size_t size, MPI_Op op,
                  MPI_Comm comm, bool in_place) {
   if (!device_buffers()) return MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, static_cast<int>(count), dt, op, comm);
   const std::size_t bytes = count * size ? count * size : 1;
   void *ds = nullptr, *dr = nullptr;
-  if (gcoll_emu_malloc(&dr, bytes, 0) != 0 || (!in_place && gcoll_emu_malloc(&ds, bytes, 0) != 0) ||
-      gcoll_emu_memcpy(in_place ? dr : ds, in_place ? out : in, count * size) != 0) {
-    std::fprintf(stderr, "emulated GPU: allocation or copy failed\n");
-    std::abort();
-  }
+  gpu_or_abort(gpu_malloc(&dr, bytes, GPU_MEM_DEVICE), "gpu_malloc (receive buffer)");
+  if (!in_place) gpu_or_abort(gpu_malloc(&ds, bytes, GPU_MEM_DEVICE), "gpu_malloc (send buffer)");
+  gpu_or_abort(gpu_memcpy(in_place ? dr : ds, in_place ? out : in, count * size), "gpu_memcpy (input)");
   const int rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : ds, dr, static_cast<int>(count), dt, op, comm);
-  if (gcoll_emu_memcpy(out, dr, count * size) != 0) std::abort();
-  gcoll_emu_free(dr);
-  if (ds) gcoll_emu_free(ds);
+  gpu_or_abort(gpu_memcpy(out, dr, count * size), "gpu_memcpy (result)");
+  gpu_or_abort(gpu_free(dr, GPU_MEM_DEVICE), "gpu_free");
+  if (ds) gpu_or_abort(gpu_free(ds, GPU_MEM_DEVICE), "gpu_free");
   return rc;
 }
 
@@ -325,11 +400,11 @@ TEST(Compress, SetInfoGetInfoAndDup) {
   MPI_Comm_free(&c);
 }
 
-// Device buffers (the emulated GPU) where nothing is compressed: the key off, MPI_INT and
+// Device buffers (a GPU or the emulated GPU) where nothing is compressed: the key off, MPI_INT and
 // MPI_MAX with the key set, and a communicator on one node with the key set. Exact (PMPI's
 // results; integer-valued floats sum exactly in any order), no compressed call.
 TEST(Compress, DeviceBuffersExactWhereNotCompressed) {
-  if (!device_buffers()) GTEST_SKIP() << "GCOLL_CUDA=emulate and GCOLLTEST_COMPRESS_DEVICE=1 only";
+  if (!device_buffers()) GTEST_SKIP() << "GCOLLTEST_COMPRESS_DEVICE=1 or gpu only";
   const int me = world_rank();
   const std::size_t count = 100000;
   std::vector<float> h(count), out(count), ref(count);

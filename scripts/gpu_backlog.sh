@@ -18,7 +18,11 @@
 #          gpu.compress_kernels (bit for bit against the host functions), then
 #          osu_allreduce -d cuda on 2 x 2 virtual nodes pipelined with
 #          GCOLL_ALLREDUCE_COMPRESS=bf16 / fp16 (-c: exact on OSU's small integers) and fp8
-#          (lossy: no -c), the stats' compressed calls and bytes; step C: bf16 direct
+#          (lossy: no -c), the stats' compressed calls and bytes; then
+#          gpu.mpi.compress.pipelined.np4 (mpi_tests/compress_test.cc on real device
+#          buffers, 2 x 2 virtual nodes: every format within the bound, the same bits on
+#          every rank, the stats' compressed bytes, exact where not compressed); step C:
+#          bf16 direct and gpu.mpi.compress.{direct,pipelined}.np4 with MPS
 #   B      with MPS (the script's own daemon): the fused one-shot's protocol (gpu.fused.*),
 #          the default suite (GCOLL_DEVICE_FUSED=auto: fused under MPS) at np 2, 4, 8,
 #          chunk64k, virtual nodes pipelined, traffic, stats, osu -c, then the rest
@@ -262,6 +266,11 @@ grep -E '^(device:|FAIL|info|PASSED|FAILED|SKIPPED)' "$W/K-compress-kernels.Last
 compress_osu K-osu-bf16 bf16 pipelined -c -T mpi_float
 compress_osu K-osu-fp16-double fp16 pipelined -c -T mpi_double
 compress_osu K-osu-fp8 fp8 pipelined -T mpi_float
+ctest_group K-compress-mpi 75 '^gpu\.mpi\.compress\.pipelined\.np4$'
+# (gtest colours its lines under mpirun: the escapes go first)
+sed 's/\x1b\[[0-9;]*m//g' "$W/K-compress-mpi.LastTest.log" 2>/dev/null |
+  grep -E '^(compress test:|bf16|fp16|fp8|\[rank|\[ *(FAILED|PASSED) *\]|SKIPPED)' | head -24 |
+  cut -c1-300 | sed 's/^/    /' >>"$SUM"
 
 # ---- B: with MPS -------------------------------------------------------------------------------
 if mps_on; then
@@ -294,6 +303,7 @@ if mps_on; then
       .ucx-cuda/libucx/bin/ucx_info -d 2>&1 | grep -E 'Memory domain|Transport|memory types' >"$W/C-ucx_info.txt"
       ctest_group C-direct-mps 90 '^gpu\.(colls\.vnodes3\.direct\.np5|mpi\.vnodes[0-9_rpn]*\.direct|traffic\..*\.direct)'
       compress_osu C-osu-bf16-direct bf16 direct -c -T mpi_float
+      ctest_group C-compress-mpi-mps 75 '^gpu\.mpi\.compress\.(direct|pipelined)\.np4$'
       # E: the issue 13 benchmark, 64 MiB allreduce on 2 x 2 virtual nodes: direct (this UCX)
       bench64 E-direct -x GCOLL_RANKS_PER_NODE=2 -x GCOLL_DEVICE_NET=direct
     )
