@@ -127,6 +127,7 @@ bool byte_layout(long long count, MPI_Datatype type, ByteLayout *out) {
   if (!shape_of(type, &s)) return false;
   out->bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(s.size);
   out->offset = s.true_lb;
+  out->extent = s.extent;
   if (count == 0 || s.size == 0) {
     out->direct = true;  // no bytes: nothing to pack
     return true;

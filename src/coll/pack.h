@@ -31,6 +31,7 @@ struct ByteLayout {
   std::size_t bytes = 0;  // count x type size: what the type signature carries
   bool direct = false;    // those bytes lie in one run, in type-map order, at ptr + offset
   MPI_Aint offset = 0;
+  MPI_Aint extent = 0;    // the type's extent (MPI_Type_get_extent)
 };
 
 // false when the count is negative or the type is MPI_DATATYPE_NULL or has no size (the

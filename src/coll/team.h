@@ -26,13 +26,12 @@
 namespace gcoll {
 
 struct Team {
+  // What every call reads before it passes a call to the MPI (team_call.h), first: one
+  // cache line (a rank that shares its core with another meets it cold).
   MPI_Comm comm = MPI_COMM_NULL;
   int size = 0;
   int rank = 0;
   bool inter = false;
-  std::uint64_t id = 0;               // process-local, for logs
-  std::atomic<std::uint64_t> seq{0};  // collectives run through gcoll on this communicator
-
   // Agreed at the first call (-1: not yet).
   int gpu = -1;                 // some rank can hold device memory
   // Some rank did not take part in the agreement as gcoll (GCOLL_ENABLE=0 there, or no
@@ -40,6 +39,22 @@ struct Team {
   // fails (MPI_ERR_OTHER) rather than return what another call sent.
   bool without_gcoll = false;
   bool host_engine = false;     // GCOLL_HOST_BUFFERS=engine on every rank
+  bool compress_pending = false;  // the info key changed since the last agreement (below)
+  // What the nonblocking calls since the last blocking one lacked to take the engine: an
+  // agreement of their key's memory kinds, or the engine's setup (both collective, so
+  // never made inside a nonblocking call). The next blocking call on the communicator
+  // makes them (settle_async_wants), every rank alike: the list is rank-uniform (it grows
+  // only from what every rank has alike), the kinds in it are each rank's own vote.
+  struct AsyncWant {
+    Coll coll;
+    std::size_t bytes;
+    LocalMemory lm;
+  };
+  std::vector<AsyncWant> async_wants;
+  void settle_async_wants();
+
+  std::uint64_t id = 0;               // process-local, for logs
+  std::atomic<std::uint64_t> seq{0};  // collectives run through gcoll on this communicator
   bool uniform_memory = false;  // GCOLL_UNIFORM_MEMORY on every rank
   bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank
   bool engine_settings = true;  // the settings that shape the engine's schedules are equal
@@ -55,7 +70,7 @@ struct Team {
   int compress_setting = 0;
   int compress_info = -1;          // the key as agreed; -1: never set (the setting applies)
   int compress_info_mine = -1;     // this rank's value at its last call that set it; -1: key absent
-  bool compress_pending = false;
+  // (compress_pending: at the top)
   // Collective: the min and max of compress_info_mine over the ranks; equal: that value (-1
   // keeps the agreed one), different: off, with one warning per job.
   void agree_compress();
@@ -98,18 +113,7 @@ struct Team {
   // call the MPI, so it also runs the engine's calls across nodes (and islands), whose
   // closing agreements go over the MPI.
   bool thread_mpi = false;
-  // What the nonblocking calls since the last blocking one lacked to take the engine: an
-  // agreement of their key's memory kinds, or the engine's setup (both collective, so
-  // never made inside a nonblocking call). The next blocking call on the communicator
-  // makes them (settle_async_wants), every rank alike: the list is rank-uniform (it grows
-  // only from what every rank has alike), the kinds in it are each rank's own vote.
-  struct AsyncWant {
-    Coll coll;
-    std::size_t bytes;
-    LocalMemory lm;
-  };
-  std::vector<AsyncWant> async_wants;
-  void settle_async_wants();
+  // (async_wants: at the top)
   AsyncQueue async;  // declared after `engine`: its thread ends first
 
   // Runs the engine for a call it supports, on GPU `device` for device memory.

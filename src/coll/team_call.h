@@ -27,6 +27,29 @@
 namespace gcoll {
 
 
+// The MPI's call on host buffers, decided before anything is classified or agreed.
+template <class Mpi, class Bytes>
+inline int team_to_mpi(Coll coll, const char *func, int app_errno, Mpi &mpi, Bytes &bytes) {
+  errno = app_errno;
+  const int rc = mpi();
+  if (rc != MPI_SUCCESS) {
+    process_stats().record(coll, Path::Error, 0);
+    return rc;
+  }
+  const std::uint64_t b = bytes();
+  process_stats().record(coll, Path::Passthrough, b);
+  GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(Path::Passthrough));
+  return rc;
+}
+
+// team_call() past its first checks: the host engine is on or some rank may hold device
+// memory. Out of line, so that the calls that go to the MPI at once run a short stretch of
+// code (on a rank that shares its core, every cache line of it is a miss).
+template <class Prepare, class Mpi, class Staged, class Bytes, class Fail>
+[[gnu::noinline]] int team_call_past_mpi(Team *cs, Coll coll, const char *func, Buffers bufs, int app_errno,
+                                         Prepare &prepare, Mpi &mpi, Staged &staged, Bytes &bytes,
+                                         Fail &raise_error);
+
 // The path of one call, the same for every collective (pmpi's argument files give their
 // call's particulars; pmpi/call.h wraps this in the guard, after the communicator checks):
 //   1. (pmpi) reject what the MPI would crash on, through the error handler;
@@ -46,39 +69,36 @@ namespace gcoll {
 // call handed to the MPI reaches the MPI with the application's errno, and returns with
 // whatever the MPI leaves (as without gcoll).
 // `mpi` runs the PMPI_* call, `staged` the staged path (given which buffers are device
-// memory); `bytes(predefined)` gives the result size after success (`predefined`: the
-// engine mapped the datatype, a predefined one); `raise_error(status, why)` reports an
-// error through the communicator's error handler and returns what the call returns. `cs`:
+// memory); `bytes()` gives the result size after success (stats); `raise_error(status,
+// why)` reports an error through the communicator's error handler and returns what the
+// call returns. `cs`:
 // the communicator's team, nullptr for a communicator the engine never serves (an
 // intercommunicator, or one whose state cannot be had: the MPI reports what is wrong).
 template <class Prepare, class Mpi, class Staged, class Bytes, class Fail>
 inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepare &&prepare, Mpi &&mpi,
                      Staged &&staged, Bytes &&bytes, Fail &&raise_error) {
-  Stats &stats = process_stats();
   const int app_errno = errno;
   // The team's first call agrees whether any of its ranks can hold device memory at all,
   // and the settings that must be equal on every rank.
-  if (cs && cs->gpu < 0) agree_once(cs);
-  if (cs && !cs->async_wants.empty() && !cs->without_gcoll) cs->settle_async_wants();
-  if (cs && cs->without_gcoll) {
-    stats.record(coll, Path::Error, 0);
+  if (__builtin_expect(cs && cs->gpu < 0, 0)) agree_once(cs);
+  if (__builtin_expect(cs && !cs->async_wants.empty() && !cs->without_gcoll, 0)) cs->settle_async_wants();
+  if (__builtin_expect(cs && cs->without_gcoll, 0)) {
+    process_stats().record(coll, Path::Error, 0);
     return raise_error(Status::ErrMismatch, kWithoutGcoll);
   }
-  const bool host_engine = cs && cs->host_engine;
   // The common case, kept short: nobody here can pass device memory and host buffers go
   // to the MPI.
-  if (!host_engine && (cs ? cs->gpu == 0 : !device_memory_possible())) {
-    errno = app_errno;
-    const int rc = mpi();
-    if (rc != MPI_SUCCESS) {
-      stats.record(coll, Path::Error, 0);
-      return rc;
-    }
-    const std::uint64_t b = bytes(false);
-    stats.record(coll, Path::Passthrough, b);
-    GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(Path::Passthrough));
-    return rc;
-  }
+  if (cs ? !cs->host_engine && cs->gpu == 0 : !device_memory_possible())
+    return team_to_mpi(coll, func, app_errno, mpi, bytes);
+  return team_call_past_mpi(cs, coll, func, bufs, app_errno, prepare, mpi, staged, bytes, raise_error);
+}
+
+template <class Prepare, class Mpi, class Staged, class Bytes, class Fail>
+int team_call_past_mpi(Team *cs, Coll coll, const char *func, Buffers bufs, int app_errno, Prepare &prepare,
+                       Mpi &mpi, Staged &staged, Bytes &bytes, Fail &raise_error) {
+  Stats &stats = process_stats();
+  const bool host_engine = cs && cs->host_engine;
+  const auto to_mpi = [&] { return team_to_mpi(coll, func, app_errno, mpi, bytes); };
   // The info key gcoll_allreduce_compress was set since the last blocking call (collective
   // calls: pending alike on every rank): agreed now, before the call (Team::agree_compress).
   // Every rank gets here alike: past the fast path, the host engine is on or some rank may
@@ -90,22 +110,18 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   DispatchInput in;
   in.host_buffers_engine = host_engine;
   in.engine_supports = cs && prepare(&args, &plan);
+  // No rank can hold device memory and the engine has no algorithm for the call (barrier,
+  // gather, ... or arguments it does not take): the MPI's call, as decide() would pick after
+  // classifying host buffers, without the classification (OMB's barrier after every call).
+  if (!in.engine_supports && cs && cs->gpu == 0) return to_mpi();
   if (in.engine_supports && coll == Coll::Allreduce) args.compress = cs->allreduce_compress(args.dtype, args.op);
   // No rank of the communicator can hold device memory (agreed at its first call), so every
   // buffer is host memory; where the host crossovers give this size to the MPI (tune.h:
   // host_declines: bytes by type signature and agreed settings, the same on every rank),
   // the MPI's call now, without classification, memory agreement or the engine's selection
   // (each costs more than the MPI's own small call).
-  if (in.engine_supports && host_engine && cs->gpu == 0 && host_declines(user_tune_rules(), host_tune_rules(), args)) {
-    errno = app_errno;
-    const int rc = mpi();
-    if (rc != MPI_SUCCESS) {
-      stats.record(coll, Path::Error, 0);
-      return rc;
-    }
-    stats.record(coll, Path::Passthrough, bytes(true));
-    return rc;
-  }
+  if (in.engine_supports && host_engine && cs->gpu == 0 && host_declines(args))
+    return to_mpi();
   // Memory kinds: mine, then (for calls the engine could take) the agreed ones.
   const void *ptrs[2] = {bufs.send, bufs.recv};
   const LocalMemory lm = cs ? classify_call(&cs->memo, ptrs, cs->device) : classify_local(ptrs, 2, -1);
@@ -156,7 +172,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
       return raise_error(st, op.why().c_str());
     }
     if (ok(st)) {
-      stats.record(coll, Path::Engine, bytes(true));
+      stats.record(coll, Path::Engine, bytes());
       stats.record_engine(coll, rec);
       errno = app_errno;
       return MPI_SUCCESS;
@@ -188,7 +204,7 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     stats.record(coll, Path::Error, 0);
     return rc;
   }
-  const std::uint64_t b = bytes(in.engine_supports);
+  const std::uint64_t b = bytes();
   stats.record(coll, path, b);
   GCOLL_TRACE("%s: %llu bytes, %s", func, static_cast<unsigned long long>(b), path_name(path));
   if (path == Path::Staged) errno = app_errno;

@@ -1,6 +1,7 @@
 #include "coll/tune.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "base/config.h"
@@ -239,8 +240,43 @@ bool host_declines(const std::vector<TuneRule> &user, const std::vector<TuneRule
   for (const auto &r : user)
     if (covers(r)) return false;
   for (const auto &r : host)
-    if (covers(r)) return !r.algo->run && std::string(r.algo->name) == "mpi";
+    if (covers(r)) return !r.algo->run && std::strcmp(r.algo->name, "mpi") == 0;
   return false;
+}
+
+DeclineRanges decline_ranges_of(const std::vector<TuneRule> &user, const std::vector<TuneRule> &host) {
+  DeclineRanges d{};
+  for (int c = 0; c < kBlockingColls; ++c) {
+    // The bounds of every rule of the collective: host_declines() is constant between two
+    // neighbours.
+    std::vector<std::uint64_t> cut = {0, UINT64_MAX};
+    for (const auto *rules : {&user, &host})
+      for (const TuneRule &r : *rules)
+        if (static_cast<int>(r.coll) == c) {
+          cut.push_back(r.lo);
+          cut.push_back(r.hi);
+        }
+    std::sort(cut.begin(), cut.end());
+    cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
+    CollArgs a;
+    a.coll = static_cast<Coll>(c);
+    a.elem = 1;
+    d.exact[c] = true;
+    auto &n = d.n[c];
+    for (std::size_t i = 0; i + 1 < cut.size() && d.exact[c]; ++i) {
+      a.count = cut[i];
+      if (!host_declines(user, host, a)) continue;
+      if (n > 0 && d.r[c][n - 1].hi == cut[i]) {
+        d.r[c][n - 1].hi = cut[i + 1];  // continues the previous range
+      } else if (n < DeclineRanges::kMax) {
+        d.r[c][n++] = {cut[i], cut[i + 1]};
+      } else {
+        d.exact[c] = false;  // too many ranges: host_declines() decides
+      }
+    }
+    if (!d.exact[c]) n = 0;
+  }
+  return d;
 }
 
 bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, std::uint64_t min_bytes,
@@ -318,6 +354,10 @@ const UserTune &host_tune() {
 }  // namespace
 
 const std::vector<TuneRule> &host_tune_rules() { return host_tune().rules; }
+const DeclineRanges &decline_ranges() {
+  static const DeclineRanges d = decline_ranges_of(user_tune_rules(), host_tune_rules());
+  return d;
+}
 bool host_tune_off() {
   static const bool off = config().host_tune == "off";
   return off;

@@ -76,6 +76,35 @@ const Algorithm *select_algorithm(const std::vector<TuneRule> &user, const CollA
 // selection then decides, as before). Rank-uniform: bytes by type signature, agreed settings.
 bool host_declines(const std::vector<TuneRule> &user, const std::vector<TuneRule> &host, const CollArgs &a);
 
+// host_declines() as size ranges per collective, for the calls below every crossover that
+// pass through (team_call.h): one short array per collective instead of a walk over both
+// rule lists, each call. Exactly host_declines() on every size (it is constant between the
+// rules' bounds: each elementary range is decided by host_declines() at its low end);
+// `exact` false for a collective whose ranges do not fit (then host_declines() decides).
+struct DeclineRanges {
+  static constexpr int kMax = 6;
+  struct Range {
+    std::uint64_t lo, hi;  // [lo, hi)
+  };
+  Range r[kBlockingColls][kMax];
+  std::uint8_t n[kBlockingColls];
+  bool exact[kBlockingColls];
+};
+DeclineRanges decline_ranges_of(const std::vector<TuneRule> &user, const std::vector<TuneRule> &host);
+// The process's (user_tune_rules(), host_tune_rules()), built once.
+const DeclineRanges &decline_ranges();
+// host_declines(user_tune_rules(), host_tune_rules(), a) through decline_ranges().
+inline bool host_declines(const CollArgs &a) {
+  if (a.compress != Compress::Off || static_cast<int>(a.coll) >= kBlockingColls) return false;
+  const DeclineRanges &d = decline_ranges();
+  const int c = static_cast<int>(a.coll);
+  if (!d.exact[c]) return host_declines(user_tune_rules(), host_tune_rules(), a);
+  const std::uint64_t b = a.bytes();
+  for (int i = 0; i < d.n[c]; ++i)
+    if (b >= d.r[c][i].lo && b < d.r[c][i].hi) return true;
+  return false;
+}
+
 // Whether the host-buffer call `a` is one that GCOLL_HOST_BUSY_MPI may give to the MPI on a
 // loaded machine (coll/team.h: Team::busy_says_mpi): `min_bytes` (the setting) > 0 and the
 // call at least that large, the host crossovers on (GCOLL_HOST_TUNE not "off"), no

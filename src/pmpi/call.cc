@@ -5,41 +5,47 @@
 
 namespace gcoll {
 
+// The sizes of the predefined datatypes this thread met last (their handles are never
+// freed, so an entry stays true; a derived datatype is asked every time: its handle may
+// be freed and reused for another type). A few entries: a call often names two types.
+namespace {
+constexpr int kTypeSizes = 4;
+struct TypeSizes {  // trivial: zero TLS, no init function
+  MPI_Datatype type[kTypeSizes];
+  int size[kTypeSizes];
+  unsigned next;
+};
+thread_local TypeSizes t_type_sizes __attribute__((tls_model("initial-exec")));
+}  // namespace
+
 // Size in bytes of `count` elements, for stats. Only called after the MPI accepted the
 // datatype (a bad one must reach the error handler through the collective, not here).
 std::uint64_t payload(long long count, MPI_Datatype type) {
   if (count <= 0) return 0;
-  int size = 0;
+  TypeSizes &c = t_type_sizes;
+  for (int i = 0; i < kTypeSizes; ++i)
+    if (c.type[i] == type && type != MPI_Datatype())
+      return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(c.size[i]);
+  int size = 0, ni = 0, na = 0, nd = 0, combiner = 0;
   PMPI_Type_size(type, &size);
-  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size > 0 ? size : 0);
-}
-
-// The size of a predefined datatype (one the engine maps: such handles are never freed),
-// remembered per thread for the last one: PMPI_Type_size on every call costs a call and a
-// store-to-load stall. Derived datatypes are always asked (their handles are reused).
-namespace {
-struct LastTypeSize {  // trivial: zero TLS, no init function
-  MPI_Datatype type;
-  int size;
-};
-thread_local LastTypeSize t_type_size __attribute__((tls_model("initial-exec")));
-}  // namespace
-
-std::uint64_t payload_predefined(long long count, MPI_Datatype type) {
-  if (count <= 0) return 0;
-  LastTypeSize &l = t_type_size;
-  if (l.type != type || type == MPI_Datatype()) {
-    int size = 0;
-    PMPI_Type_size(type, &size);
-    l.type = type;
-    l.size = size > 0 ? size : 0;
+  size = size > 0 ? size : 0;
+  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED) {
+    const unsigned k = c.next++ % kTypeSizes;
+    c.type[k] = type;
+    c.size[k] = size;
   }
-  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(l.size);
+  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
 }
 
 bool valid_buffer(const void *p, long long count) { return count == 0 || (p != nullptr && p != MPI_IN_PLACE); }
 
-int comm_size(MPI_Comm comm) {
+int comm_rank_slow(MPI_Comm comm) {
+  int r = -1;
+  if (PMPI_Comm_rank(comm, &r) != MPI_SUCCESS) return -1;
+  return r;
+}
+
+int comm_size_slow(MPI_Comm comm) {
   int n = 0;
   PMPI_Comm_size(comm, &n);
   return n;

@@ -23,13 +23,30 @@
 
 namespace gcoll {
 
-// Size in bytes of `count` elements, for stats (after the MPI accepted the datatype).
+// Size in bytes of `count` elements, for stats (after the MPI accepted the datatype); the
+// sizes of predefined datatypes remembered per thread.
 std::uint64_t payload(long long count, MPI_Datatype type);
-// The same for a predefined datatype, its size remembered per thread.
-std::uint64_t payload_predefined(long long count, MPI_Datatype type);
 
 bool valid_buffer(const void *p, long long count);
-int comm_size(MPI_Comm comm);
+int comm_size_slow(MPI_Comm comm);
+// The communicator's size (MPI_Comm_size), and the size of the group a v-form's arrays
+// cover (the remote group of an intercommunicator): from the thread's last team lookup
+// (pmpi/comm_state.h) when it was this communicator, without asking the MPI. On a rank
+// sharing its core with another, every call into the MPI's code and data costs cache
+// misses: these are on every call's path.
+inline int comm_size(MPI_Comm comm) {
+  if (const CommState *cs = comm_state_cached(comm)) return cs->size;
+  return comm_size_slow(comm);
+}
+int comm_rank_slow(MPI_Comm comm);
+inline int comm_rank(MPI_Comm comm) {  // MPI_Comm_rank (-1 where the MPI refuses)
+  if (const CommState *cs = comm_state_cached(comm)) return cs->rank;
+  return comm_rank_slow(comm);
+}
+inline int comm_group_size(MPI_Comm comm) {
+  if (const CommState *cs = comm_state_cached(comm); cs && !cs->inter) return cs->size;
+  return group_size(comm);
+}
 // The collectives without an engine algorithm (pmpi/calls/reduce.cc and after):
 // whether any of the n counts is negative (an array the MPI reads), their sum, and the
 // bytes of the blocks of a v-form (sum of counts x type size).
@@ -103,7 +120,7 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
       op->comm = comm;
       op->coll = line;
       op->path = Path::Engine;
-      op->bytes = bytes(true);
+      op->bytes = bytes();
       op->active = true;
       op->engine = eop;
       if (rc != MPI_SUCCESS) {
@@ -144,7 +161,7 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
         op->comm = comm;
         op->coll = line;
         op->path = Path::Engine;
-        op->bytes = bytes(true);
+        op->bytes = bytes();
         op->persistent = true;
         track_request(*form.request, std::move(op));
         errno = app_errno;
@@ -188,7 +205,7 @@ inline int async_dispatch(Coll coll, const CallForm &form, const char *func, MPI
     stats.record(line, Path::Error, 0);
     return rc;
   }
-  const std::uint64_t b = bytes(false);
+  const std::uint64_t b = bytes();
   // A nonblocking call the MPI completed at once (a communicator of one rank, a call with
   // nothing to move) may share its handle with every other such request (Open MPI
   // returns &ompi_request_empty for all of them): it is never kept under it; its results
@@ -231,16 +248,22 @@ inline const char *func_of(Coll blocking, const CallForm &form) {
 // MPI_ERR_NO_MEM / MPI_ERR_INTERN through the error handler, counted as an error, and
 // never reaches the application. `func`: the blocking form's name (the others' are
 // derived).
+// The nonblocking and persistent forms' part of run_call(), out of line: the blocking
+// call's short path to the MPI stays a short stretch of code (team_call.h).
+template <class Prepare, class Mpi, class Staged, class Bytes>
+[[gnu::noinline]] int run_async_call(Coll coll, const CallForm &form, MPI_Comm comm, Buffers bufs, Prepare &prepare,
+                                     Mpi &mpi, Staged &staged, Bytes &bytes) {
+  const Coll line = coll_form(coll, form.form);
+  const char *name = form_func_name(line);
+  return guarded(
+      comm, name, [&] { return async_dispatch(coll, form, name, comm, bufs, prepare, mpi, staged, bytes); },
+      [&] { process_stats().record(line, Path::Error, 0); });
+}
+
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int run_call(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs,
                     Prepare &&prepare, Mpi &&mpi, Staged &&staged, Bytes &&bytes) {
-  if (!form.blocking()) {
-    const Coll line = coll_form(coll, form.form);
-    const char *name = form_func_name(line);
-    return guarded(
-        comm, name, [&] { return async_dispatch(coll, form, name, comm, bufs, prepare, mpi, staged, bytes); },
-        [&] { process_stats().record(line, Path::Error, 0); });
-  }
+  if (!form.blocking()) return run_async_call(coll, form, comm, bufs, prepare, mpi, staged, bytes);
   return guarded(
       comm, func, [&] { return dispatch(coll, func, comm, bufs, prepare, mpi, staged, bytes); },
       [&] { process_stats().record(coll, Path::Error, 0); });

@@ -50,6 +50,15 @@ inline Status comm_state(MPI_Comm comm, CommState **out) {
   return detail::comm_state_slow(comm, out);
 }
 
+// The thread's last lookup if it was `comm` and is still current, else nullptr (nothing
+// asked, nothing created).
+inline const CommState *comm_state_cached(MPI_Comm comm) {
+  const detail::LastLookup &l = detail::t_last;
+  if (l.comm == comm && l.state != nullptr && l.generation == detail::g_generation.load(std::memory_order_acquire))
+    return l.state;
+  return nullptr;
+}
+
 // The state of `comm` if it has one (nullptr: none yet); creates nothing.
 CommState *comm_state_peek(MPI_Comm comm);
 

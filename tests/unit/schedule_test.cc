@@ -805,6 +805,54 @@ TEST(Tune, HostCrossoversSendHostCallsToTheMpi) {
   EXPECT_NE(table.find("0-4K:@mpi"), std::string::npos);
 }
 
+// The per-collective ranges the passthrough check reads (tune.h: DeclineRanges) say what
+// host_declines() says over both rule lists, at every rule bound and next to it, for the
+// built-in crossovers, with GCOLL_TUNE rules over them, and with too many ranges to fit
+// (then the rule walk decides).
+TEST(Tune, DeclineRangesAreHostDeclines) {
+  std::string err;
+  std::vector<TuneRule> host, user, many;
+  ASSERT_EQ(parse_tune(kHostTune, &host, &err), Status::Ok) << err;
+  ASSERT_EQ(parse_tune("allreduce:2K-8K:@ring,reduce:512K-4M:@direct,bcast:0-64:@binomial", &user, &err), Status::Ok)
+      << err;
+  std::string text;
+  for (int i = 0; i < 2 * DeclineRanges::kMax + 2; ++i)
+    text += "allgather:" + std::to_string(2 * i) + "K-" + std::to_string(2 * i + 1) + "K:@mpi,";
+  ASSERT_EQ(parse_tune(text, &many, &err), Status::Ok) << err;
+  const std::vector<TuneRule> none;
+  using Rules = const std::vector<TuneRule> *;
+  const Rules users[] = {&none, &user}, hosts[] = {&host, &many, &none};
+  for (Rules u : users)
+    for (Rules h : hosts) {
+      const DeclineRanges d = decline_ranges_of(*u, *h);
+      std::vector<std::uint64_t> probes = {0, 1, 7, 8, 1000, 1ull << 40, UINT64_MAX - 1};
+      for (Rules rules : {u, h})
+        for (const TuneRule &r : *rules)
+          for (std::uint64_t b : {r.lo, r.hi})
+            for (std::uint64_t x : {b - 1, b, b + 1}) probes.push_back(x);
+      int declined = 0;
+      for (int c = 0; c < kBlockingColls; ++c)
+        for (std::uint64_t b : probes) {
+          CollArgs a;
+          a.coll = static_cast<Coll>(c);
+          a.elem = 1;
+          a.count = b;
+          const bool want = host_declines(*u, *h, a);
+          declined += want;
+          bool got = false;
+          if (!d.exact[c]) {
+            got = want;  // the rule walk decides
+          } else {
+            for (int i = 0; i < d.n[c]; ++i) got = got || (b >= d.r[c][i].lo && b < d.r[c][i].hi);
+          }
+          EXPECT_EQ(got, want) << coll_name(static_cast<Coll>(c)) << " " << b << " bytes";
+        }
+      if (h != &none) EXPECT_GT(declined, 0);
+    }
+  EXPECT_FALSE(decline_ranges_of(none, many).exact[static_cast<int>(Coll::Allgather)]);
+  EXPECT_TRUE(decline_ranges_of(none, host).exact[static_cast<int>(Coll::Reduce_scatter)]);
+}
+
 // GCOLL_HOST_BUSY_MPI (issue 32 item 2): which host calls may go to the MPI on a loaded
 // machine: from the setting's size on, not where it is 0, not with GCOLL_HOST_TUNE=off,
 // not where the call is compressed, not where a GCOLL_TUNE rule covers the collective and size.

@@ -42,7 +42,7 @@ int allgather(const CallForm &form, const void *sendbuf, int sendcount, MPI_Data
       [&](StagedBuffers sb) {
         return staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
-      [&](bool) {
+      [&] {
         int inter = 0, n = 0;
         PMPI_Comm_test_inter(comm, &inter);
         if (inter)

@@ -25,7 +25,7 @@ int allgatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dat
   if (!library_active())
     return pmpi_allgatherv(form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const int n = comm == MPI_COMM_NULL ? 0 : group_size(comm);
+  const int n = comm == MPI_COMM_NULL ? 0 : comm_group_size(comm);
   // Negative counts: reported here (MPICH crashes on some); a missing array goes to the MPI.
   const bool negative = any_negative(recvcounts, n) || (!in_place && sendcount < 0);
   const long long total = sum_of(recvcounts, n);
@@ -33,26 +33,33 @@ int allgatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dat
   if (!in_place && sendcount > 0) bufs.send = sendbuf;
   if (recvcounts && displs && total > 0) bufs.recv = recvbuf;
   // The engine's view of the blocks (CollArgs::block_bytes, block_offsets): this call's,
-  // one allocation, [bytes of n blocks][their offsets].
-  std::vector<std::size_t> blocks;
+  // [bytes of n blocks][their offsets], on the stack up to kSmall / 2 ranks (an engine op
+  // keeps its own copy: coll/engine_op.cc), else one allocation.
+  constexpr int kSmall = 64;
+  std::size_t small[kSmall];
+  std::vector<std::size_t> large;
   const auto prepare = [&](CollArgs *a, PackPlan *plan) {
-    int rank = -1;
-    PMPI_Comm_rank(comm, &rank);
+    const int rank = comm_rank(comm);
     ByteLayout elem, most, sl;
     int max_count = 0;
     for (int i = 0; recvcounts && i < n; ++i) max_count = std::max(max_count, recvcounts[i]);
-    MPI_Aint lb = 0, extent = 0;
     // `most`: the largest block's layout; direct (one run per block) for every block then.
     if (!recvcounts || !displs || negative || rank < 0 || rank >= n || !byte_layout(1, recvtype, &elem) ||
-        !byte_layout(max_count, recvtype, &most) || !valid_buffer(recvbuf, total) ||
-        PMPI_Type_get_extent(recvtype, &lb, &extent) != MPI_SUCCESS)
+        !byte_layout(max_count, recvtype, &most) || !valid_buffer(recvbuf, total))
       return false;
+    const MPI_Aint extent = elem.extent;
     // The send signature must carry exactly my block.
     if (!in_place && (!byte_layout(sendcount, sendtype, &sl) || !valid_buffer(sendbuf, sendcount) ||
                       sl.bytes != elem.bytes * static_cast<std::size_t>(recvcounts[rank])))
       return false;
-    blocks.assign(2 * static_cast<std::size_t>(n), 0);
-    std::size_t *block_bytes = blocks.data(), *block_offsets = blocks.data() + n;
+    std::size_t *blocks = small;
+    if (2 * n > kSmall) {
+      large.assign(2 * static_cast<std::size_t>(n), 0);
+      blocks = large.data();
+    } else {
+      std::fill_n(small, 2 * n, std::size_t{0});
+    }
+    std::size_t *block_bytes = blocks, *block_offsets = blocks + n;
     // Byte offsets of the blocks from recvbuf; negative displacements: from the lowest
     // block, where the engine's recvbuf then points (unsigned arithmetic, modulo 2^64).
     MPI_Aint lo = 0;
@@ -90,7 +97,7 @@ int allgatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dat
         if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Allgatherv, form), "negative count")};
         return staged_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, sb);
       },
-      [&](bool) { return payload(total, recvtype); });
+      [&] { return payload(total, recvtype); });
 }
 
 unsigned long long allgatherv_large_bytes(const void *, MPI_Count, MPI_Datatype, void *, const MPI_Count recvcounts[],

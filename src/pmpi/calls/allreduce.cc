@@ -33,7 +33,7 @@ int allreduce(const CallForm &form, const void *sendbuf, void *recvbuf, int coun
         return pmpi_allreduce(form, sendbuf, recvbuf, count, datatype, op, comm);
       },
       [&](StagedBuffers sb) { return staged_allreduce(sendbuf, recvbuf, count, datatype, op, comm, sb); },
-      [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });
+      [&] { return payload(count, datatype); });
 }
 
 unsigned long long allreduce_large_bytes(const void *, void *, MPI_Count count, MPI_Datatype datatype, MPI_Op,

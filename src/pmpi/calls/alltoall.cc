@@ -55,12 +55,12 @@ int alltoall(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datat
         if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Alltoall, form), "negative count")};
         return staged_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
-      [&](bool) { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(group_size(comm)); });
+      [&] { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(comm_group_size(comm)); });
 }
 
 unsigned long long alltoall_large_bytes(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count recvcount,
                                         MPI_Datatype recvtype, MPI_Comm comm) {
-  const int n = group_size(comm);
+  const int n = comm_group_size(comm);
   return payload(recvcount, recvtype) * static_cast<std::uint64_t>(n > 0 ? n : 0);
 }
 

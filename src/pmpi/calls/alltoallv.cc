@@ -15,7 +15,7 @@ int alltoallv(const CallForm &form, const void *sendbuf, const int sendcounts[],
   if (!library_active())
     return pmpi_alltoallv(form, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const int n = group_size(comm);
+  const int n = comm_group_size(comm);
   const bool negative = any_negative(recvcounts, n) || (!in_place && any_negative(sendcounts, n));
   const long long sent = in_place ? 0 : sum_of(sendcounts, n), got = sum_of(recvcounts, n);
   Buffers bufs;
@@ -36,13 +36,13 @@ int alltoallv(const CallForm &form, const void *sendbuf, const int sendcounts[],
         return staged_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
                                 sb);
       },
-      [&](bool) { return payload(got, recvtype); });
+      [&] { return payload(got, recvtype); });
 }
 
 unsigned long long alltoallv_large_bytes(const void *, const MPI_Count[], const MPI_Aint[], MPI_Datatype, void *,
                                          const MPI_Count recvcounts[], const MPI_Aint[], MPI_Datatype recvtype,
                                          MPI_Comm comm) {
-  const int n = group_size(comm);
+  const int n = comm_group_size(comm);
   long long total = 0;
   for (int i = 0; recvcounts && i < n; ++i) total += recvcounts[i] > 0 ? recvcounts[i] : 0;
   return payload(total, recvtype);

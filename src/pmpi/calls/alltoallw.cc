@@ -14,7 +14,7 @@ int alltoallw(const CallForm &form, const void *sendbuf, const int sendcounts[],
     return pmpi_alltoallw(form, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                           comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const int n = group_size(comm);
+  const int n = comm_group_size(comm);
   const bool negative = any_negative(recvcounts, n) || (!in_place && any_negative(sendcounts, n));
   Buffers bufs;
   if (!in_place && sum_of(sendcounts, n) > 0) bufs.send = sendbuf;
@@ -32,13 +32,13 @@ int alltoallw(const CallForm &form, const void *sendbuf, const int sendcounts[],
         return staged_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,
                                 sb);
       },
-      [&](bool) { return payload_typed(n, recvcounts, recvtypes); });
+      [&] { return payload_typed(n, recvcounts, recvtypes); });
 }
 
 unsigned long long alltoallw_large_bytes(const void *, const MPI_Count[], const MPI_Aint[], const MPI_Datatype[],
                                          void *, const MPI_Count recvcounts[], const MPI_Aint[],
                                          const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  const int n = group_size(comm);
+  const int n = comm_group_size(comm);
   unsigned long long b = 0;
   for (int i = 0; recvcounts && recvtypes && i < n; ++i) b += payload(recvcounts[i], recvtypes[i]);
   return b;

@@ -10,7 +10,7 @@ int barrier(const CallForm &form, MPI_Comm comm) {
   const auto mpi = [&] { return pmpi_barrier(form, comm); };
   return run_call(
       Coll::Barrier, form, "MPI_Barrier", comm, Buffers{}, engine_declines, mpi,
-      [&](StagedBuffers) -> StagedResult { return {mpi()}; }, [](bool) { return std::uint64_t{0}; });
+      [&](StagedBuffers) -> StagedResult { return {mpi()}; }, [] { return std::uint64_t{0}; });
 }
 
 }  // namespace gcoll

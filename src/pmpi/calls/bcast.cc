@@ -26,10 +26,8 @@ int bcast(const CallForm &form, void *buffer, int count, MPI_Datatype datatype, 
       Coll::Bcast, form, "MPI_Bcast", comm, bufs, prepare,
       [&] { return pmpi_bcast(form, buffer, count, datatype, root, comm); },
       [&](StagedBuffers sb) { return staged_bcast(buffer, count, datatype, root, comm, sb); },
-      [&](bool) {
-        // (the engine takes derived datatypes too: only predefined sizes are remembered)
-        DType d;
-        return map_datatype(datatype, &d) ? payload_predefined(count, datatype) : payload(count, datatype);
+      [&] {
+        return payload(count, datatype);
       });
 }
 

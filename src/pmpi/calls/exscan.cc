@@ -24,7 +24,7 @@ int exscan(const CallForm &form, const void *sendbuf, void *recvbuf, int count, 
         if (count < 0) return {fail()};
         return staged_scan(true, sendbuf, recvbuf, count, datatype, op, comm, sb);
       },
-      [&](bool) { return payload(count, datatype); });
+      [&] { return payload(count, datatype); });
 }
 
 unsigned long long exscan_large_bytes(const void *, void *, MPI_Count count, MPI_Datatype datatype, MPI_Op, MPI_Comm) {

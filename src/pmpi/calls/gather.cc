@@ -30,7 +30,7 @@ int gather(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatyp
         if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Gather, form), "negative count")};
         return staged_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, sb);
       },
-      [&](bool) {
+      [&] {
         // The root: what it gathers; the others: their block.
         return r.root     ? payload(recvcount, recvtype) * static_cast<std::uint64_t>(r.n)
                : r.member ? payload(sendcount, sendtype)

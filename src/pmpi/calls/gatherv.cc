@@ -33,7 +33,7 @@ int gatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dataty
         if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Gatherv, form), "negative count")};
         return staged_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, sb);
       },
-      [&](bool) {
+      [&] {
         // The root: what it gathers; the others: their block.
         return r.root ? payload(total, recvtype) : r.member ? payload(sendcount, sendtype) : 0;
       });

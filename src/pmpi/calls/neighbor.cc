@@ -41,7 +41,7 @@ int neighbor_allgather(const CallForm &form, const void *sendbuf, int sendcount,
         if (negative) return {fail()};
         return staged_neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
-      [&](bool) { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(d.in); });
+      [&] { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(d.in); });
 }
 
 unsigned long long neighbor_allgather_large_bytes(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count recvcount,
@@ -75,7 +75,7 @@ int neighbor_allgatherv(const CallForm &form, const void *sendbuf, int sendcount
         return staged_neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
                                           sb);
       },
-      [&](bool) { return payload(got, recvtype); });
+      [&] { return payload(got, recvtype); });
 }
 
 unsigned long long neighbor_allgatherv_large_bytes(const void *, MPI_Count, MPI_Datatype, void *,
@@ -106,7 +106,7 @@ int neighbor_alltoall(const CallForm &form, const void *sendbuf, int sendcount, 
         if (negative) return {fail()};
         return staged_neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
-      [&](bool) { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(d.in); });
+      [&] { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(d.in); });
 }
 
 unsigned long long neighbor_alltoall_large_bytes(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count recvcount,
@@ -141,7 +141,7 @@ int neighbor_alltoallv(const CallForm &form, const void *sendbuf, const int send
         return staged_neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                          recvtype, comm, sb);
       },
-      [&](bool) { return payload(got, recvtype); });
+      [&] { return payload(got, recvtype); });
 }
 
 unsigned long long neighbor_alltoallv_large_bytes(const void *, const MPI_Count[], const MPI_Aint[], MPI_Datatype,
@@ -176,7 +176,7 @@ int neighbor_alltoallw(const CallForm &form, const void *sendbuf, const int send
         return staged_neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                                          recvtypes, comm, sb);
       },
-      [&](bool) { return payload_typed(d.in, recvcounts, recvtypes); });
+      [&] { return payload_typed(d.in, recvcounts, recvtypes); });
 }
 
 unsigned long long neighbor_alltoallw_large_bytes(const void *, const MPI_Count[], const MPI_Aint[],

@@ -45,7 +45,7 @@ int reduce(const CallForm &form, const void *sendbuf, void *recvbuf, int count, 
         if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Reduce, form), "negative count")};
         return staged_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, sb);
       },
-      [&](bool predefined) { return predefined ? payload_predefined(count, datatype) : payload(count, datatype); });
+      [&] { return payload(count, datatype); });
 }
 
 unsigned long long reduce_large_bytes(const void *, void *, MPI_Count count, MPI_Datatype datatype, MPI_Op, int,

@@ -13,8 +13,7 @@ int reduce_scatter(const CallForm &form, const void *sendbuf, void *recvbuf, con
   if (!library_active()) return pmpi_reduce_scatter(form, sendbuf, recvbuf, recvcounts, datatype, op, comm);
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int n = comm == MPI_COMM_NULL ? 0 : comm_size(comm);
-  int rank = -1;
-  if (n > 0) PMPI_Comm_rank(comm, &rank);
+  const int rank = n > 0 ? comm_rank(comm) : -1;
   // Negative counts: reported here (MPICH crashes on some); a missing array goes to the MPI.
   const bool negative = any_negative(recvcounts, n);
   const long long total = sum_of(recvcounts, n);
@@ -49,9 +48,7 @@ int reduce_scatter(const CallForm &form, const void *sendbuf, void *recvbuf, con
               raise_error(comm, Status::ErrCount, func_of(Coll::Reduce_scatter, form), "negative count in recvcounts")};
         return staged_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, sb);
       },
-      [&](bool predefined) {  // the input, as reduce_scatter_block's
-        return predefined ? payload_predefined(total, datatype) : payload(total, datatype);
-      });
+      [&] { return payload(total, datatype); });  // the input, as reduce_scatter_block's
 }
 
 unsigned long long reduce_scatter_large_bytes(const void *, void *, const MPI_Count recvcounts[], MPI_Datatype datatype,

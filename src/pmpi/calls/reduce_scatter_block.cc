@@ -41,10 +41,7 @@ int reduce_scatter_block(const CallForm &form, const void *sendbuf, void *recvbu
       [&](StagedBuffers sb) {
         return staged_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, sb);
       },
-      [&](bool predefined) {
-        const long long total = blocks();
-        return predefined ? payload_predefined(total, datatype) : payload(total, datatype);
-      });
+      [&] { return payload(blocks(), datatype); });
 }
 
 unsigned long long reduce_scatter_block_large_bytes(const void *, void *, MPI_Count recvcount, MPI_Datatype datatype,

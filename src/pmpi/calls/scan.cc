@@ -24,7 +24,7 @@ int scan(const CallForm &form, const void *sendbuf, void *recvbuf, int count, MP
         if (count < 0) return {fail()};
         return staged_scan(false, sendbuf, recvbuf, count, datatype, op, comm, sb);
       },
-      [&](bool) { return payload(count, datatype); });
+      [&] { return payload(count, datatype); });
 }
 
 unsigned long long scan_large_bytes(const void *, void *, MPI_Count count, MPI_Datatype datatype, MPI_Op, MPI_Comm) {

@@ -29,7 +29,7 @@ int scatter(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dataty
         if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Scatter, form), "negative count")};
         return staged_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, sb);
       },
-      [&](bool) {
+      [&] {
         // The root: what it scatters; the others: their block.
         return r.root     ? payload(sendcount, sendtype) * static_cast<std::uint64_t>(r.n)
                : r.member ? payload(recvcount, recvtype)

@@ -32,7 +32,7 @@ int scatterv(const CallForm &form, const void *sendbuf, const int sendcounts[], 
         if (negative) return {raise_error(comm, Status::ErrCount, func_of(Coll::Scatterv, form), "negative count")};
         return staged_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, sb);
       },
-      [&](bool) {
+      [&] {
         // The root: what it scatters; the others: their block.
         return r.root ? payload(total, sendtype) : r.member ? payload(recvcount, recvtype) : 0;
       });
