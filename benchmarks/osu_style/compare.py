@@ -64,6 +64,7 @@ NONBLOCKING = ("osu_iallreduce", "osu_ibcast", "osu_iallgather", "osu_ireduce_sc
 # blocking collective (collective(bench)) with -d cuda
 ENQUEUE = ("osu_allreduce_enqueue",)
 LAT = "Avg Latency(us)"
+PMPI_LAT = "PMPI Avg(us)"  # --paired: the MPI's own call (PMPI_*) in the same run
 OVERALL = "Overall(us)"
 COMM = "Pure Comm.(us)"
 OVERLAP = "Overlap(%)"
@@ -345,9 +346,23 @@ def child_env():
     return env
 
 
+def paired_baseline(parsed):
+    """--paired: the MPI's half of a paired run (its PMPI Avg(us) column) as a run of its
+    own, so that the rest compares it like an alternating baseline run."""
+    base = {k: v for k, v in parsed.items() if k not in ("blocks", "records")}
+    base["records"] = []
+    base["blocks"] = []
+    for b in parsed["blocks"]:
+        if PMPI_LAT not in (b["columns"] or []):
+            raise ValueError("a --paired run printed no %r column" % PMPI_LAT)
+        rows = [dict(r, **{LAT: r[PMPI_LAT]}) for r in b["rows"]]
+        base["blocks"].append({"datatype": b["datatype"], "columns": b["columns"], "rows": rows})
+    return base
+
+
 def run_once(args, variant, rep, raw_dir):
     json_path = os.path.join(raw_dir, "rep%d_%s.json" % (rep + 1, variant))
-    cmd = mpirun_command(args, variant) + ["-J", json_path]
+    cmd = mpirun_command(args, variant) + ["-J", json_path] + (["--paired"] if args.paired else [])
     t0 = time.time()
     try:
         p = subprocess.run(cmd, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -617,6 +632,12 @@ def parse_args(argv):
                     help="benchmark argument for the gcoll runs only (repeatable), e.g. "
                          "--gcoll-arg=--graph --gcoll-arg=100 (osu_allreduce_enqueue: calls "
                          "inside a CUDA graph, against the blocking call)")
+    ap.add_argument("--paired", action="store_true",
+                    help="one run per repetition, under gcoll, with the benchmark's --paired: "
+                         "the baseline is the MPI's own call (PMPI_*) in alternating blocks of "
+                         "the same run (host buffers; blocking benchmarks of the eight engine "
+                         "collectives, gather, scatter). Cancels the run-to-run spread of an "
+                         "oversubscribed machine")
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="N CPU-bound processes (`while :; do :; done`) running through every "
                          "run of both variants: a shared machine (issue 32 item 2; default 0)")
@@ -644,6 +665,9 @@ def parse_args(argv):
         ap.error("--reps must be at least 1")
     if args.busy < 0:
         ap.error("--busy must be 0 or more")
+    if args.paired and (args.device != "host" or args.bench in NONBLOCKING + ENQUEUE or
+                        args.bench == "osu_allreduce_persistent" or args.baseline_env):
+        ap.error("--paired: host buffers, blocking benchmarks (not persistent), no --baseline-env")
     if args.device == "cuda" and any(a in ("-d", "--accelerator", "--staged") or
                                      a.startswith("--accelerator=") for a in bench_args):
         ap.error("--device cuda sets -d/--staged itself; leave them out of the benchmark "
@@ -723,6 +747,16 @@ def main(argv=None):
             for i in range(args.busy)]
     try:
         for rep in range(args.reps):
+            if args.paired:
+                parsed, cmd, _ = run_once(args, "gcoll", rep, raw_dir)
+                try:
+                    runs["baseline"].append(paired_baseline(parsed))
+                except ValueError as e:
+                    sys.stderr.write("compare.py: %s\n" % e)
+                    sys.exit(2)
+                runs["gcoll"].append(parsed)
+                commands["gcoll"] = cmd
+                continue
             order = ("baseline", "gcoll") if rep % 2 == 0 else ("gcoll", "baseline")
             for variant in order:
                 parsed, cmd, _ = run_once(args, variant, rep, raw_dir)
@@ -740,6 +774,9 @@ def main(argv=None):
     gcoll_label = "gcoll (LD_PRELOAD%s)" % (", -d cuda" if args.device == "cuda" else "")
     names = ("baseline", "gcoll")
     runs_said = "median of %d alternating runs each" % args.reps
+    if args.paired:
+        base_label = "baseline (the MPI's own call, PMPI_*, paired in the same runs)"
+        runs_said = "median of %d runs, each timing both in alternating blocks (--paired)" % args.reps
     if args.busy:
         runs_said += ", %d CPU-bound processes alongside" % args.busy
     if args.bench in ENQUEUE:
@@ -761,6 +798,7 @@ def main(argv=None):
                                   (base_label, gcoll_label), names)
     meta = dict(info)
     meta.update({"bench": args.bench, "np": args.np, "reps": args.reps, "busy": args.busy,
+                 "paired": args.paired,
                  "device": args.device,
                  "env": args.env, "baseline_env": args.baseline_env,
                  "bench_args": args.bench_args, "lib": args.lib, "bin_dir": args.bin_dir,

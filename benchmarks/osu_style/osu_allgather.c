@@ -11,10 +11,10 @@ static double bus_factor(int nprocs) { return (double)(nprocs - 1) / nprocs; }
 
 static void call(osu_ctx *c, int count) {
   if (c->opt->in_place)
-    OSU_MPI(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, count, c->type->dtype,
+    OSU_MPI(OSU_COLL(c, Allgather)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, count, c->type->dtype,
                           c->comm));
   else
-    OSU_MPI(MPI_Allgather(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype,
+    OSU_MPI(OSU_COLL(c, Allgather)(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype,
                           c->comm));
 }
 
@@ -77,6 +77,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

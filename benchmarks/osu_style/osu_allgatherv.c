@@ -28,9 +28,9 @@ static void layout(const osu_ctx *c, int count) {
 static void call(osu_ctx *c, int count) {
   layout(c, count);
   if (c->opt->in_place)
-    OSU_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, counts, displs, c->type->dtype, c->comm));
+    OSU_MPI(OSU_COLL(c, Allgatherv)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, counts, displs, c->type->dtype, c->comm));
   else
-    OSU_MPI(MPI_Allgatherv(c->sbuf, count, c->type->dtype, c->rbuf, counts, displs, c->type->dtype, c->comm));
+    OSU_MPI(OSU_COLL(c, Allgatherv)(c->sbuf, count, c->type->dtype, c->rbuf, counts, displs, c->type->dtype, c->comm));
 }
 
 /* own block device -> pinned host, MPI on host, whole result host -> device */
@@ -88,6 +88,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -14,7 +14,7 @@ static double bus_factor(int nprocs) { return 2.0 * (nprocs - 1) / nprocs; }
 
 static void call(osu_ctx *c, int count) {
   const void *send = c->opt->in_place ? MPI_IN_PLACE : c->sbuf;
-  OSU_MPI(MPI_Allreduce(send, c->rbuf, count, c->type->dtype, MPI_SUM, c->comm));
+  OSU_MPI(OSU_COLL(c, Allreduce)(send, c->rbuf, count, c->type->dtype, MPI_SUM, c->comm));
 }
 
 /* device -> pinned host, MPI on host, host -> device */
@@ -41,6 +41,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = osu_allreduce_fill,
       .check = osu_allreduce_check,

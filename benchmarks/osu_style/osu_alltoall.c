@@ -11,9 +11,9 @@ static double bus_factor(int nprocs) { return (double)(nprocs - 1) / nprocs; }
 
 static void call(osu_ctx *c, int count) {
   if (c->opt->in_place)
-    OSU_MPI(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, count, c->type->dtype, c->comm));
+    OSU_MPI(OSU_COLL(c, Alltoall)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, count, c->type->dtype, c->comm));
   else
-    OSU_MPI(MPI_Alltoall(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype, c->comm));
+    OSU_MPI(OSU_COLL(c, Alltoall)(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype, c->comm));
 }
 
 /* device -> pinned host, MPI on host, host -> device */
@@ -73,6 +73,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -14,7 +14,7 @@ static double bus_factor(int nprocs) {
 }
 
 static void call(osu_ctx *c, int count) {
-  OSU_MPI(MPI_Bcast(c->rbuf, count, c->type->dtype, c->root, c->comm));
+  OSU_MPI(OSU_COLL(c, Bcast)(c->rbuf, count, c->type->dtype, c->root, c->comm));
 }
 
 /* the root copies its device buffer to host, the others copy the result back */
@@ -58,6 +58,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -166,10 +166,11 @@ typedef struct {
   const char *help;      /* lines separated by '\n' */
   int which;             /* 0: every benchmark, 1: in-place ones, 2: rooted ones,
                             3: blocking ones, 4: nonblocking ones, 5: those with a
-                            thread level, 6: blocking ones with a barrier after each call */
+                            thread level, 6: blocking ones with a barrier after each call,
+                            7: those with graph capture, 8: pairable ones (--paired) */
 } osu_optdef;
 
-enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME, OPT_THREAD_LEVEL, OPT_GRAPH };
+enum { OPT_STAGED = 256, OPT_BUSBW, OPT_MAX_RANK_TIME, OPT_THREAD_LEVEL, OPT_GRAPH, OPT_PAIRED };
 
 static const osu_optdef osu_optdefs[] = {
     {'d', "accelerator", required_argument,
@@ -230,6 +231,11 @@ static const osu_optdef osu_optdefs[] = {
      "CALLS - capture CALLS calls into one CUDA graph (cudaStreamBeginCapture)\n"
      "and time launches of it: per-call latency = time / calls launched\n"
      "(default 0: no graph)", 7},
+    {0, "paired", OPT_PAIRED,
+     "add a PMPI Avg(us) column: each size's calls made both as MPI_*\n"
+     "(the library under LD_PRELOAD) and as PMPI_* (the MPI's own call),\n"
+     "in alternating blocks of the same run, each half with its own\n"
+     "barrier (host buffers)", 8},
     {'J', "json", required_argument,
      "FILE - also write the results to FILE as JSON, one record per size\n"
      "(rank 0; README.md \"Results as JSON\", schema results.schema.json)", 0},
@@ -240,7 +246,8 @@ static int osu_optdef_applies(const osu_bench *b, const osu_optdef *d) {
   return d->which == 0 || (d->which == 1 && b->has_in_place) || (d->which == 2 && b->has_root) ||
          (d->which == 3 && !b->nonblocking) || (d->which == 4 && b->nonblocking) ||
          (d->which == 5 && b->thread_level) ||
-         (d->which == 6 && !b->nonblocking && !b->back_to_back) || (d->which == 7 && b->graph_capture);
+         (d->which == 6 && !b->nonblocking && !b->back_to_back) || (d->which == 7 && b->graph_capture) ||
+         (d->which == 8 && b->pairable);
 }
 
 static void osu_print_help(const osu_bench *b) {
@@ -463,6 +470,7 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
       case OPT_STAGED: o->staged = 1; break;
       case OPT_BUSBW: o->busbw = 1; break;
       case OPT_MAX_RANK_TIME: o->max_rank_time = 1; break;
+      case OPT_PAIRED: o->paired = 1; break;
       case OPT_GRAPH: {
         long v = 0;
         if (osu_parse_int(optarg, 1, &v)) return osu_bad(bad, word, "Invalid number of calls per graph");
@@ -494,6 +502,8 @@ static int osu_parse_options(const osu_bench *b, int argc, char **argv, osu_opti
   if (optind < argc) return osu_bad(bad, argv[optind], "Invalid argument");
   if (o->staged && o->accel != OSU_CUDA)
     return osu_bad(bad, "--staged", "--staged needs -d cuda");
+  if (o->paired && (o->accel != OSU_HOST || o->max_rank_time))
+    return osu_bad(bad, "--paired", "--paired takes host buffers and no --max-rank-time");
   if (o->ntypes == 0) o->types[o->ntypes++] = osu_find_type("mpi_char");
   return PO_OKAY;
 }
@@ -686,6 +696,7 @@ static void osu_print_header(const osu_bench *b, const osu_options *o) {
   }
   fprintf(stdout, "%-*s", 10, "# Size");
   fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Avg Latency(us)");
+  if (o->paired) fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "PMPI Avg(us)");
   if (o->show_full) {
     fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Min Latency(us)");
     fprintf(stdout, "%*s", OSU_FIELD_WIDTH, "Max Latency(us)");
@@ -703,6 +714,7 @@ static void osu_print_header(const osu_bench *b, const osu_options *o) {
 
 typedef struct {
   double avg, min, max, max_rank;
+  double pmpi_avg; /* --paired: Avg of the PMPI_* half */
   size_t iterations;
   osu_paths before, after; /* -J: gcoll's counters around the timed calls (rank 0) */
   int errors;
@@ -733,6 +745,7 @@ static void osu_print_row(const osu_bench *b, const osu_options *o, int nprocs, 
   }
   fprintf(stdout, "%-*zu", 10, size);
   fprintf(stdout, "%*.*f", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->avg);
+  if (o->paired) fprintf(stdout, "%*.*f", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->pmpi_avg);
   if (o->show_full)
     fprintf(stdout, "%*.*f%*.*f%*zu", OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->min,
             OSU_FIELD_WIDTH, OSU_FLOAT_PRECISION, r->max, 12, r->iterations);
@@ -795,6 +808,26 @@ static int osu_validate(osu_ctx *c, int count) {
   return osu_agree(c->comm, c->nprocs, local_errors > 0 ? 1 : 0, MPI_SUM);
 }
 
+/* --paired: n iterations of OMB's loop (each call timed alone, a barrier after it), the
+ * calls and barriers made as MPI_* (pmpi 0) or PMPI_* (pmpi 1: the MPI's own, as it runs
+ * without the library). Returns the time in the calls. The root rotates with the
+ * iteration as in the plain loop. */
+#define OSU_PAIRED_BLOCKS 10
+static double osu_paired_loop(osu_ctx *c, int count, size_t n, int pmpi) {
+  double timer = 0.0;
+  c->pmpi = pmpi;
+  for (size_t i = 0; i < n; i++) {
+    if (c->opt->root_rotate) c->root = (int)(i % (size_t)c->nprocs);
+    double t_start = MPI_Wtime();
+    c->bench->call(c, count);
+    double t_stop = MPI_Wtime();
+    OSU_MPI(pmpi ? PMPI_Barrier(c->comm) : MPI_Barrier(c->comm));
+    timer += t_stop - t_start;
+  }
+  c->pmpi = 0;
+  return timer;
+}
+
 /* One message size: OMB 7.x's loop. A barrier before the loop; every iteration times
  * the call alone on each rank and is followed by a barrier outside the timed region.
  * Avg = mean over ranks of each rank's mean time per call; Min/Max = over ranks. */
@@ -840,7 +873,24 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
     timer = MPI_Wtime() - t_start;
     times = NULL;
   }
-  for (size_t i = 0; !b->back_to_back && i < iters + skip; i++) {
+  double pmpi_timer = 0.0;
+  if (o->paired) {
+    /* --paired: both halves' warmup, then OSU_PAIRED_BLOCKS blocks of iters / blocks calls
+       of each half, the order flipping every block (gcoll first, then the MPI first) */
+    osu_paired_loop(c, count, skip, 0);
+    osu_paired_loop(c, count, skip, 1);
+    const size_t blocks = iters < OSU_PAIRED_BLOCKS ? iters : OSU_PAIRED_BLOCKS;
+    for (size_t k = 0; k < blocks; k++) {
+      const size_t n = iters / blocks + (k < iters % blocks ? 1 : 0);
+      const int first = (int)(k % 2);
+      const double t_first = osu_paired_loop(c, count, n, first);
+      const double t_second = osu_paired_loop(c, count, n, !first);
+      timer += first ? t_second : t_first;
+      pmpi_timer += first ? t_first : t_second;
+    }
+    times = NULL;
+  }
+  for (size_t i = 0; !b->back_to_back && !o->paired && i < iters + skip; i++) {
     if (o->root_rotate) c->root = (int)(i % (size_t)c->nprocs);
     double t_start = MPI_Wtime();
     osu_call(c, count);
@@ -853,6 +903,11 @@ static void osu_measure(osu_ctx *c, size_t size, int count, size_t iters, size_t
   }
   osu_json_mark(&row->after);
   double latency = timer * 1e6 / (double)iters;
+  if (o->paired) {
+    double mine = pmpi_timer * 1e6 / (double)iters, sum_p = 0.0;
+    OSU_MPI(MPI_Reduce(&mine, &sum_p, 1, MPI_DOUBLE, MPI_SUM, 0, c->comm));
+    row->pmpi_avg = sum_p / c->nprocs;
+  }
 
   double sum = 0.0;
   OSU_MPI(MPI_Reduce(&latency, &row->min, 1, MPI_DOUBLE, MPI_MIN, 0, c->comm));

@@ -66,6 +66,7 @@ typedef struct {
   int graph;            /* --graph CALLS (benchmarks with osu_bench.graph_capture): 0 none */
   int thread_granted;   /* what MPI_Init_thread granted, the minimum over the ranks */
   const char *json;     /* -J FILE: the results as JSON records too (osu_json.h) */
+  int paired;           /* --paired: each size's calls also as PMPI_* (the MPI's own), alternating */
   size_t min_size, max_size, mem_limit;
   size_t iterations, iterations_large, skip, skip_large;
   int ntypes;
@@ -85,7 +86,13 @@ typedef struct osu_ctx {
   void *sbuf, *rbuf; /* the benchmark's buffers: device memory with -d cuda */
   void *hs, *hr;     /* host buffers of the same sizes: staging (--staged) and validation;
                         the same pointers as sbuf/rbuf for host memory */
+  int pmpi;          /* --paired: this call is the MPI's own (PMPI_*), not MPI_* */
 } osu_ctx;
+
+/* The collective a benchmark's call() makes: MPI_<Name>, or with --paired in the PMPI
+ * half of the loop PMPI_<Name> (under LD_PRELOAD=libgcoll.so: the MPI's own call, what
+ * the MPI alone runs, in the same process and the same minutes). */
+#define OSU_COLL(c, Name) ((c)->pmpi ? PMPI_##Name : MPI_##Name)
 
 /* What a benchmark file provides. */
 typedef struct osu_bench {
@@ -103,6 +110,7 @@ typedef struct osu_bench {
   /* One call with ctx->sbuf/rbuf (direct) or through ctx->hs/hr (staged). */
   void (*call)(osu_ctx *c, int count);
   void (*call_staged)(osu_ctx *c, int count);
+  int pairable; /* call() makes its collective through OSU_COLL: --paired applies */
   /* Validation: fill inputs from (rank, index, seed) and put a sentinel in the outputs;
      count this rank's wrong elements after one or more calls. */
   void (*fill)(osu_ctx *c, int count, int seed);

@@ -12,9 +12,9 @@ static int in_place_here(const osu_ctx *c) { return c->opt->in_place && c->rank 
 
 static void call(osu_ctx *c, int count) {
   if (in_place_here(c))
-    OSU_MPI(MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, count, c->type->dtype, c->root, c->comm));
+    OSU_MPI(OSU_COLL(c, Gather)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->rbuf, count, c->type->dtype, c->root, c->comm));
   else
-    OSU_MPI(MPI_Gather(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype, c->root, c->comm));
+    OSU_MPI(OSU_COLL(c, Gather)(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype, c->root, c->comm));
 }
 
 /* my block device -> pinned host, MPI on host, the root's result host -> device */
@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -17,7 +17,7 @@ static double bus_factor(int nprocs) {
 static int in_place_here(const osu_ctx *c) { return c->opt->in_place && c->rank == c->root; }
 
 static void call(osu_ctx *c, int count) {
-  OSU_MPI(MPI_Reduce(in_place_here(c) ? MPI_IN_PLACE : c->sbuf, c->rbuf, count, c->type->dtype, MPI_SUM, c->root,
+  OSU_MPI(OSU_COLL(c, Reduce)(in_place_here(c) ? MPI_IN_PLACE : c->sbuf, c->rbuf, count, c->type->dtype, MPI_SUM, c->root,
                      c->comm));
 }
 
@@ -80,6 +80,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -32,7 +32,7 @@ static size_t first(const osu_ctx *c, int r) {
 
 static void call(osu_ctx *c, int count) {
   layout(c, count);
-  OSU_MPI(MPI_Reduce_scatter(c->opt->in_place ? MPI_IN_PLACE : c->sbuf, c->rbuf, counts, c->type->dtype, MPI_SUM,
+  OSU_MPI(OSU_COLL(c, Reduce_scatter)(c->opt->in_place ? MPI_IN_PLACE : c->sbuf, c->rbuf, counts, c->type->dtype, MPI_SUM,
                              c->comm));
 }
 
@@ -92,6 +92,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -18,7 +18,7 @@ static int block_of(const osu_ctx *c, int count) { return count / c->nprocs; }
 
 static void call(osu_ctx *c, int count) {
   const void *send = c->opt->in_place ? MPI_IN_PLACE : c->sbuf;
-  OSU_MPI(MPI_Reduce_scatter_block(send, c->rbuf, block_of(c, count), c->type->dtype, MPI_SUM, c->comm));
+  OSU_MPI(OSU_COLL(c, Reduce_scatter_block)(send, c->rbuf, block_of(c, count), c->type->dtype, MPI_SUM, c->comm));
 }
 
 /* device -> pinned host, MPI on host, host -> device (the result block) */
@@ -82,6 +82,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -13,9 +13,9 @@ static int in_place_here(const osu_ctx *c) { return c->opt->in_place && c->rank 
 
 static void call(osu_ctx *c, int count) {
   if (in_place_here(c))
-    OSU_MPI(MPI_Scatter(c->sbuf, count, c->type->dtype, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->root, c->comm));
+    OSU_MPI(OSU_COLL(c, Scatter)(c->sbuf, count, c->type->dtype, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c->root, c->comm));
   else
-    OSU_MPI(MPI_Scatter(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype, c->root, c->comm));
+    OSU_MPI(OSU_COLL(c, Scatter)(c->sbuf, count, c->type->dtype, c->rbuf, count, c->type->dtype, c->root, c->comm));
 }
 
 /* the root's blocks device -> pinned host, MPI on host, my block host -> device */
@@ -68,6 +68,7 @@ int main(int argc, char **argv) {
       .alg_bytes = alg_bytes,
       .bus_factor = bus_factor,
       .call = call,
+      .pairable = 1,
       .call_staged = call_staged,
       .fill = fill,
       .check = check,

@@ -4,7 +4,9 @@ osu_allreduce and of the nonblocking osu_iallreduce must print their tables and 
 the CSV and, when gnuplot is installed, a PNG; every run's -J results must be valid
 against results.schema.json (check_json.py) and say the path taken (gcoll's engine for
 osu_allreduce under GCOLL_HOST_BUFFERS=engine, "mpi" for the runs without the library),
-compare.json must hold the rows, and --replot must print the same table from it.
+compare.json must hold the rows, and --replot must print the same table from it. With
+--paired (osu_allreduce), one run per repetition under the library, whose PMPI Avg(us)
+column is the baseline.
 
     test_compare.py --bin-dir BIN --lib LIBGCOLL --out DIR
 """
@@ -24,11 +26,11 @@ from check_json import validate  # noqa: E402
 SIZES = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
 
-def compare(a, bench, out):
+def compare(a, bench, out, extra=()):
     """Runs compare.py for bench into out; returns (exit status, its output)."""
     if os.path.isdir(out):
         shutil.rmtree(out)
-    cmd = [sys.executable, os.path.join(HERE, "compare.py"), "--bench", bench,
+    cmd = [sys.executable, os.path.join(HERE, "compare.py"), "--bench", bench] + list(extra) + [
            "--np", "2", "--reps", "2", "--bin-dir", a.bin_dir, "--lib", a.lib, "--out", out,
            "--mpirun", a.mpirun, "--env", "GCOLL_HOST_BUFFERS=engine", "--env", "GCOLL_HOST_TUNE=off",
            "--", "-m", "4:1024", "-i", "10", "-x", "2", "-T", "mpi_int", "-c"]
@@ -138,6 +140,49 @@ def check_json_results(bench, out, stdout, nonblocking):
     return None
 
 
+def check_paired(out, stdout):
+    """compare.py --paired: one run per repetition, with the benchmark's --paired, under
+    the library; the baseline column is the runs' PMPI Avg(us), the gcoll column their
+    Avg Latency(us) (medians)."""
+    from compare import parse_omb_output  # noqa: E402
+    raws = sorted(glob.glob(os.path.join(out, "raw", "rep*.txt")))
+    if [os.path.basename(r) for r in raws] != ["rep1_gcoll.txt", "rep2_gcoll.txt"]:
+        return "--paired: raw runs %r, expected rep1_gcoll.txt and rep2_gcoll.txt" % raws
+    pmpi, mine = {}, {}
+    for r in raws:
+        with open(r) as f:
+            first = f.readline()
+            text = f.read().split("\n--- stderr ---")[0]
+        if "--paired" not in first or "LD_PRELOAD=" not in first:
+            return "--paired: run command %s" % first
+        for b in parse_omb_output(text)["blocks"]:
+            for row in b["rows"]:
+                pmpi.setdefault(row["Size"], []).append(row["PMPI Avg(us)"])
+                mine.setdefault(row["Size"], []).append(row["Avg Latency(us)"])
+    with open(os.path.join(out, "osu_allreduce.csv")) as f:
+        rows = list(csv.DictReader(f))
+    if [int(r["size_bytes"]) for r in rows] != SIZES:
+        return "--paired: CSV sizes %r" % [int(r["size_bytes"]) for r in rows]
+    for r in rows:
+        size = int(r["size_bytes"])
+        want_b = sum(pmpi[size]) / 2.0
+        want_g = sum(mine[size]) / 2.0
+        if abs(float(r["baseline_us_median"]) - want_b) > 1e-3 or abs(float(r["gcoll_us_median"]) - want_g) > 1e-3:
+            return "--paired: %d bytes: CSV %s / %s, the runs' columns give %.4f / %.4f" % (
+                size, r["baseline_us_median"], r["gcoll_us_median"], want_b, want_g)
+    if "paired" not in stdout:
+        return "--paired: the caption does not say the baseline is paired"
+    # gcoll counted its half only (warmup and timed calls of MPI_Allreduce: the engine's
+    # here): the PMPI_* half went around the library.
+    for name in sorted(glob.glob(os.path.join(out, "raw", "rep*_gcoll.json"))):
+        with open(name) as f:
+            for r in json.load(f)["records"]:
+                if r["calls"]["engine"] != r["iterations"] + 2:
+                    return "--paired: %s: %d engine calls at %d bytes, expected %d (gcoll's half only)" % (
+                        name, r["calls"]["engine"], r["bytes"], r["iterations"] + 2)
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", required=True)
@@ -157,6 +202,15 @@ def main():
         if err:
             print("FAIL: " + err)
             return 1
+    out = os.path.join(a.out, "paired")
+    rc, stdout = compare(a, "osu_allreduce", out, ["--paired"])
+    if rc != 0:
+        print("FAIL: compare.py --paired: exit status %d" % rc)
+        return 1
+    err = check_paired(out, stdout)
+    if err:
+        print("FAIL: " + err)
+        return 1
     print("OK")
     return 0
 
