@@ -15,7 +15,8 @@ one did; the largest measured size decides everything above it.
     scripts/tune_host.py --np 4 --env GCOLL_RANKS_PER_NODE=2 --reps 3 --out DIR
     export GCOLL_HOST_TUNE=$(cat DIR/host_tune.txt)      # then GCOLL_HOST_BUFFERS=engine
 
---from DIR reads the compare.json files of an earlier run (DIR/osu_<coll>/compare.json)
+--paired times the MPI's own call in the same runs (compare.py --paired), for a machine
+whose ranks share cores. --from DIR reads the compare.json files of an earlier run (DIR/osu_<coll>/compare.json)
 and runs nothing. Measure on a quiet machine, with the job's shape (ranks, ranks per
 node): the rules hold for the shape they were measured on.
 """
@@ -113,6 +114,8 @@ def run_compare(args, coll, out_dir):
         cmd += ["--env", kv]
     for a in args.mpirun_args:
         cmd.append("--mpirun-arg=" + a)
+    if args.paired:
+        cmd.append("--paired")
     cmd += ["--", "-m", args.sizes, "-T", dtype, "-i", str(args.iterations), "-x", str(args.warmup)]
     sys.stderr.write("[tune_host] %s\n" % " ".join(cmd))
     subprocess.run(cmd, check=True)
@@ -126,6 +129,10 @@ def main(argv=None):
     ap.add_argument("--mpirun-arg", dest="mpirun_args", action="append", default=[], metavar="ARG",
                     help="extra mpirun argument (repeatable)")
     ap.add_argument("--reps", type=int, default=3, help="alternating repetitions (default 3)")
+    ap.add_argument("--paired", action="store_true",
+                    help="compare.py --paired: the MPI's own call (PMPI_*) timed in the same runs, "
+                         "alternating blocks (benchmarks/osu_style/README.md, \"Paired measurement\"); "
+                         "for machines whose ranks share cores, where separate runs differ more than 5%%")
     ap.add_argument("--sizes", default="8:16777216", help="the benchmarks' -m (default 8:16777216)")
     ap.add_argument("--iterations", type=int, default=100, help="the benchmarks' -i (default 100)")
     ap.add_argument("--warmup", type=int, default=10, help="the benchmarks' -x (default 10)")

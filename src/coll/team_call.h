@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -26,6 +27,15 @@
 
 namespace gcoll {
 
+
+// The prepare() of the collectives without an engine algorithm: the engine never takes
+// the call (host buffers go to the MPI, device ones are staged, each rank by its own
+// buffers). A type of its own, so that team_call() sees at compile time that no rank's
+// engine can take the call.
+struct EngineDeclines {
+  bool operator()(CollArgs *, PackPlan *) const { return false; }
+};
+inline constexpr EngineDeclines engine_declines{};
 
 // The MPI's call on host buffers, decided before anything is classified or agreed.
 template <class Mpi, class Bytes>
@@ -87,8 +97,9 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     return raise_error(Status::ErrMismatch, kWithoutGcoll);
   }
   // The common case, kept short: nobody here can pass device memory and host buffers go
-  // to the MPI.
-  if (cs ? !cs->host_engine && cs->gpu == 0 : !device_memory_possible())
+  // to the MPI (with the host engine on too, for a collective it has no algorithm for).
+  constexpr bool no_engine = std::is_same_v<std::decay_t<Prepare>, EngineDeclines>;
+  if (cs ? (no_engine || !cs->host_engine) && cs->gpu == 0 : !device_memory_possible())
     return team_to_mpi(coll, func, app_errno, mpi, bytes);
   return team_call_past_mpi(cs, coll, func, bufs, app_errno, prepare, mpi, staged, bytes, raise_error);
 }

@@ -54,9 +54,7 @@ bool any_negative(const int *counts, int n);
 long long sum_of(const int *counts, int n);
 // The bytes of n blocks of their own datatypes (alltoallw's; stats).
 std::uint64_t payload_typed(int n, const int *counts, const MPI_Datatype *types);
-// A prepare() for them: the engine has no algorithm, so it never takes the call (host
-// buffers go to the MPI, device ones are staged, each rank by its own buffers).
-inline bool engine_declines(CollArgs *, PackPlan *) { return false; }
+// A prepare() for them: engine_declines (coll/team_call.h).
 
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi,

@@ -747,13 +747,13 @@ TEST(Tune, HostCrossoversSendHostCallsToTheMpi) {
     x.mem = MemKind::Device;
     EXPECT_FALSE(m->supports(x, t)) << coll_name(c);
   }
-  // Allreduce (built-in): the MPI below 4K and from 256K; the engine's algorithms between.
+  // Allreduce (built-in): the MPI below 4K and from 32K; the engine's algorithms between.
   CollArgs a;
   a.coll = Coll::Allreduce;
   a.elem = 4;
   a.reducible = true;
   const std::pair<std::size_t, const char *> expect[] = {
-      {8, "mpi"}, {4095, "mpi"}, {4096, "oneshot"}, {16384, "rd"}, {256 * 1024 - 4, "rd"}, {256 * 1024, "mpi"},
+      {8, "mpi"}, {4095, "mpi"}, {4096, "oneshot"}, {16384, "rd"}, {32 * 1024 - 4, "rd"}, {32 * 1024, "mpi"},
       {std::size_t{16} << 20, "mpi"}};
   for (const auto &e : expect) {
     a.count = e.first / 4;
@@ -786,6 +786,8 @@ TEST(Tune, HostCrossoversSendHostCallsToTheMpi) {
   r.count = 1024;  // 4K block
   EXPECT_STREQ(select_algorithm({}, r, t, &host)->name, "mpi");
   r.count = 8192;  // 32K block
+  EXPECT_STREQ(select_algorithm({}, r, t, &host)->name, "mpi");
+  r.count = 16384;  // 64K block
   EXPECT_STRNE(select_algorithm({}, r, t, &host)->name, "mpi");
   // GCOLL_HOST_TUNE's values.
   EXPECT_EQ(host_rules_of("default", &err).size(), host.size());
