@@ -282,7 +282,13 @@ DeclineRanges decline_ranges_of(const std::vector<TuneRule> &user, const std::ve
 bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, std::uint64_t min_bytes,
                          bool host_tune_off) {
   const std::uint64_t b = a.bytes();
-  if (min_bytes == 0 || b < min_bytes || host_tune_off || a.compress != Compress::Off) return false;
+  if (min_bytes == 0 || host_tune_off || a.compress != Compress::Off) return false;
+  // The scatter-reductions' engine (@hier: the node's reduce-scatter through the banks, then
+  // the rail) lost to the MPI at every size it runs on shared cores (0.67-0.87x, 26f8d88,
+  // docs/host-engine-vs-mpi.md), where allreduce and allgatherv won below 256K (1.9-3.8x):
+  // these three are candidates at any size.
+  const bool scatter = a.coll == Coll::Reduce || a.coll == Coll::Reduce_scatter || a.coll == Coll::Reduce_scatter_block;
+  if (!scatter && b < min_bytes) return false;
   for (const auto &r : user)
     if (r.coll == a.coll && b >= r.lo && b < r.hi) return false;
   return true;

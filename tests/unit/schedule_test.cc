@@ -876,6 +876,20 @@ TEST(Tune, BusyCandidatesBySizeAndSettings) {
   EXPECT_FALSE(host_busy_candidate(user, a, 256 << 10, false));
   a.coll = Coll::Reduce_scatter_block;  // the rule is allreduce's
   EXPECT_TRUE(host_busy_candidate(user, a, 256 << 10, false));
+  // The scatter-reductions at any size (their engine lost on shared cores everywhere it
+  // runs); the others from the setting's size; none where the setting is 0.
+  a.count = 1024;  // 4K
+  for (Coll c : {Coll::Reduce, Coll::Reduce_scatter, Coll::Reduce_scatter_block}) {
+    a.coll = c;
+    EXPECT_TRUE(host_busy_candidate({}, a, 256 << 10, false)) << coll_name(c);
+    EXPECT_FALSE(host_busy_candidate({}, a, 0, false)) << coll_name(c);
+    EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, true)) << coll_name(c);
+  }
+  for (Coll c : {Coll::Allreduce, Coll::Allgatherv, Coll::Allgather, Coll::Bcast, Coll::Alltoall}) {
+    a.coll = c;
+    EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false)) << coll_name(c);
+  }
+  a.count = 65536;
   a.coll = Coll::Allreduce;
   a.compress = Compress::Bf16;
   EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false));
