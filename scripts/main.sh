@@ -20,7 +20,13 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     --np 4 --device cuda --out "$out" -- "${bench_args[@]}"
 else
   echo "main: no GPU: host buffers through the engine, 4 ranks as 2 virtual nodes x 2"
+  # Fewer cores than ranks: the ranks bound, two to a core (unbound, the scheduler's
+  # placement changes a run's small-message times by up to 70 % from one run to the next;
+  # docs/host-engine-vs-mpi.md, "Paired").
+  bind=()
+  [ "$(nproc)" -ge 4 ] || bind=(--mpirun-arg=--map-by --mpirun-arg=core:OVERSUBSCRIBE
+                                --mpirun-arg=--bind-to --mpirun-arg=core:overload-allowed)
   python3 "$GCOLL_ROOT/benchmarks/osu_style/compare.py" --build-dir "$GCOLL_BUILD" --bench osu_allreduce \
-    --np 4 --env GCOLL_HOST_BUFFERS=engine --env GCOLL_RANKS_PER_NODE=2 --reps 3 --out "$out" \
+    --np 4 --env GCOLL_HOST_BUFFERS=engine --env GCOLL_RANKS_PER_NODE=2 --reps 3 "${bind[@]}" --out "$out" \
     -- "${bench_args[@]}"
 fi
