@@ -6,14 +6,17 @@
 namespace gcoll {
 
 // The sizes of the predefined datatypes this thread met last (their handles are never
-// freed, so an entry stays true; a derived datatype is asked every time: its handle may
-// be freed and reused for another type). A few entries: a call often names two types.
+// freed, so an entry stays true; a derived datatype's size is asked every time: its handle
+// may be freed and reused for another type). A few entries: a call often names two types.
+// `derived`: the last handle found not predefined; no predefined handle can ever take its
+// value, so a call with it skips the envelope query.
 namespace {
 constexpr int kTypeSizes = 4;
 struct TypeSizes {  // trivial: zero TLS, no init function
   MPI_Datatype type[kTypeSizes];
   int size[kTypeSizes];
   unsigned next;
+  MPI_Datatype derived;
 };
 thread_local TypeSizes t_type_sizes __attribute__((tls_model("initial-exec")));
 }  // namespace
@@ -29,10 +32,14 @@ std::uint64_t payload(long long count, MPI_Datatype type) {
   int size = 0, ni = 0, na = 0, nd = 0, combiner = 0;
   PMPI_Type_size(type, &size);
   size = size > 0 ? size : 0;
-  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED) {
-    const unsigned k = c.next++ % kTypeSizes;
-    c.type[k] = type;
-    c.size[k] = size;
+  if (type != c.derived && PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) == MPI_SUCCESS) {
+    if (combiner == MPI_COMBINER_NAMED) {
+      const unsigned k = c.next++ % kTypeSizes;
+      c.type[k] = type;
+      c.size[k] = size;
+    } else {
+      c.derived = type;
+    }
   }
   return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
 }
