@@ -52,9 +52,9 @@ inline int comm_group_size(MPI_Comm comm) {
 // bytes of the blocks of a v-form (sum of counts x type size).
 bool any_negative(const int *counts, int n);
 long long sum_of(const int *counts, int n);
-// The bytes of n blocks of their own datatypes (alltoallw's; stats).
+// The bytes of n blocks of their own datatypes (alltoallw's; stats). Their prepare() is
+// engine_declines (coll/team_call.h).
 std::uint64_t payload_typed(int n, const int *counts, const MPI_Datatype *types);
-// A prepare() for them: engine_declines (coll/team_call.h).
 
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int dispatch(Coll coll, const char *func, MPI_Comm comm, Buffers bufs, Prepare &&prepare, Mpi &&mpi,
@@ -241,11 +241,6 @@ inline const char *func_of(Coll blocking, const CallForm &form) {
   return form_func_name(coll_form(blocking, form.form));
 }
 
-// dispatch() (or, for the nonblocking and persistent forms, async_dispatch()) behind the
-// exception boundary (errors.h): a C++ exception from gcoll's own code becomes
-// MPI_ERR_NO_MEM / MPI_ERR_INTERN through the error handler, counted as an error, and
-// never reaches the application. `func`: the blocking form's name (the others' are
-// derived).
 // The nonblocking and persistent forms' part of run_call(), out of line: the blocking
 // call's short path to the MPI stays a short stretch of code (team_call.h).
 template <class Prepare, class Mpi, class Staged, class Bytes>
@@ -258,6 +253,11 @@ template <class Prepare, class Mpi, class Staged, class Bytes>
       [&] { process_stats().record(line, Path::Error, 0); });
 }
 
+// dispatch() (or, for the nonblocking and persistent forms, async_dispatch()) behind the
+// exception boundary (errors.h): a C++ exception from gcoll's own code becomes
+// MPI_ERR_NO_MEM / MPI_ERR_INTERN through the error handler, counted as an error, and
+// never reaches the application. `func`: the blocking form's name (the others' are
+// derived).
 template <class Prepare, class Mpi, class Staged, class Bytes>
 inline int run_call(Coll coll, const CallForm &form, const char *func, MPI_Comm comm, Buffers bufs,
                     Prepare &&prepare, Mpi &&mpi, Staged &&staged, Bytes &&bytes) {

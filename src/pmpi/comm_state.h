@@ -37,26 +37,23 @@ extern std::atomic<std::uint64_t> g_generation;  // bumped whenever a state is f
 Status comm_state_slow(MPI_Comm comm, CommState **out);
 }  // namespace detail
 
-// Returns the state of `comm`, creating it (local work only, no communication). A few
-// ns when the thread's last lookup was the same communicator.
-inline Status comm_state(MPI_Comm comm, CommState **out) {
-  const detail::LastLookup &l = detail::t_last;
-  if (__builtin_expect(l.comm == comm && l.state != nullptr &&
-                           l.generation == detail::g_generation.load(std::memory_order_acquire),
-                       1)) {
-    *out = l.state;
-    return Status::Ok;
-  }
-  return detail::comm_state_slow(comm, out);
-}
-
 // The thread's last lookup if it was `comm` and is still current, else nullptr (nothing
 // asked, nothing created).
-inline const CommState *comm_state_cached(MPI_Comm comm) {
+inline CommState *comm_state_cached(MPI_Comm comm) {
   const detail::LastLookup &l = detail::t_last;
   if (l.comm == comm && l.state != nullptr && l.generation == detail::g_generation.load(std::memory_order_acquire))
     return l.state;
   return nullptr;
+}
+
+// Returns the state of `comm`, creating it (local work only, no communication). A few
+// ns when the thread's last lookup was the same communicator.
+inline Status comm_state(MPI_Comm comm, CommState **out) {
+  if (CommState *cs = comm_state_cached(comm); __builtin_expect(cs != nullptr, 1)) {
+    *out = cs;
+    return Status::Ok;
+  }
+  return detail::comm_state_slow(comm, out);
 }
 
 // The state of `comm` if it has one (nullptr: none yet); creates nothing.
