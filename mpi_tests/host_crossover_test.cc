@@ -18,6 +18,7 @@
 // would mismatch.
 #include <gcoll/gcoll.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -126,21 +127,24 @@ const std::uint64_t kSizes[] = {64, 1024, 4096, 16384, 65536};
 
 float value_of(int rank, size_t i) { return static_cast<float>((rank * 7 + static_cast<int>(i) * 3) % 11); }
 
-// Runs `call` (gcoll's path) and `ref` (PMPI_* on copies; the caller compares the results)
-// and checks that the call took the path the rules say: one passthrough call and no engine
-// call where an @mpi rule covers `bytes`, one engine call and no passthrough otherwise.
+// Runs `call` (gcoll's path) twice and `ref` (PMPI_* on copies; the caller compares the
+// results) and checks that both calls took the path the rules say: two passthrough calls
+// and no engine call where an @mpi rule covers `bytes`, two engine calls and no
+// passthrough otherwise. The second is a repeated call (coll/team.h: Team::mpi_bytes gives
+// it to the MPI without the crossover check where the first went there).
 template <class Call, class Ref>
 bool run_checked(const char *coll, std::uint64_t bytes, Call &&call, Ref &&ref) {
   set_phase("%s, %llu bytes", coll, static_cast<unsigned long long>(bytes));
   const long long e0 = gcoll_call_count(coll, "engine"), p0 = gcoll_call_count(coll, "passthrough");
-  const int rc = call();
+  int rc = call();
+  if (rc == MPI_SUCCESS) rc = call();
   const long long e1 = gcoll_call_count(coll, "engine"), p1 = gcoll_call_count(coll, "passthrough");
   ref();
   bool ok = rc == MPI_SUCCESS;
   if (!ok) report("%s, %llu bytes: rc %d", coll, static_cast<unsigned long long>(bytes), rc);
   const bool mpi = expect_mpi(coll, bytes);
-  if (e1 - e0 != (mpi ? 0 : 1) || p1 - p0 != (mpi ? 1 : 0)) {
-    report("%s, %llu bytes: expected the %s, got %lld engine and %lld passthrough calls", coll,
+  if (e1 - e0 != (mpi ? 0 : 2) || p1 - p0 != (mpi ? 2 : 0)) {
+    report("%s, %llu bytes: expected the %s twice, got %lld engine and %lld passthrough calls", coll,
            static_cast<unsigned long long>(bytes), mpi ? "MPI (@mpi)" : "engine", e1 - e0, p1 - p0);
     ok = false;
   }
@@ -276,6 +280,47 @@ TEST(HostCrossover, ByteMoversTakeThePathOfTheirSize) {
       ok = path_ok && (out == want || (report("alltoall %zu: differs", b), false)) && ok;
     }
   }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// The compressed allreduce asked for (the info key) after allreduces of the same bytes went
+// to the MPI by the crossovers: the compressed ones go through the engine from the first
+// (it ignores the crossovers), repeated calls included (coll/team.h: Team::mpi_bytes is
+// cleared where the key is agreed); values small integers, exact in bf16.
+TEST(HostCrossover, CompressionAskedAfterCallsAtTheMpi) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm comm = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &comm), MPI_SUCCESS);
+  set_up_engine_if_busy();
+  const std::uint64_t bytes = 1024;
+  const int count = static_cast<int>(bytes / sizeof(float));
+  std::vector<float> in(static_cast<size_t>(count)), out(in.size()), want(in.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = value_of(rank, i);
+  bool ok = true;
+  const auto calls = [&](const char *when, bool engine) {
+    set_phase("allreduce %llu bytes, %s", static_cast<unsigned long long>(bytes), when);
+    for (int k = 0; k < 3; ++k) {
+      const long long e0 = gcoll_call_count("allreduce", "engine"), p0 = gcoll_call_count("allreduce", "passthrough");
+      std::fill(out.begin(), out.end(), -1.f);
+      const int rc = MPI_Allreduce(in.data(), out.data(), count, MPI_FLOAT, MPI_SUM, comm);
+      const long long e1 = gcoll_call_count("allreduce", "engine"), p1 = gcoll_call_count("allreduce", "passthrough");
+      PMPI_Allreduce(in.data(), want.data(), count, MPI_FLOAT, MPI_SUM, comm);
+      if (rc != MPI_SUCCESS || out != want || e1 - e0 != (engine ? 1 : 0) || p1 - p0 != (engine ? 0 : 1)) {
+        report("allreduce %s, call %d: rc %d, %s, %lld engine and %lld passthrough calls (expected the %s)", when, k,
+               rc, out == want ? "results right" : "results differ", e1 - e0, p1 - p0, engine ? "engine" : "MPI");
+        ok = false;
+      }
+    }
+  };
+  calls("uncompressed", !expect_mpi("allreduce", bytes));
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "gcoll_allreduce_compress", "bf16");
+  ASSERT_EQ(MPI_Comm_set_info(comm, info), MPI_SUCCESS);
+  MPI_Info_free(&info);
+  calls("compressed (bf16)", true);
+  MPI_Comm_free(&comm);
   EXPECT_ALL_RANKS(ok);
 }
 

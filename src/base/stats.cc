@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "base/hot.h"
+
 namespace gcoll {
 
 const char *coll_name(Coll c) {
@@ -63,15 +65,16 @@ const char *counter_name(Counter c) {
 }
 
 namespace detail {
-thread_local ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
-thread_local int tl_stats_form __attribute__((tls_model("initial-exec")));
+__thread ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
+__thread int tl_stats_form __attribute__((tls_model("initial-exec")));
+__thread int tl_bytes_probe __attribute__((tls_model("initial-exec")));
 }
 
 namespace {
 thread_local std::vector<std::pair<std::uint64_t, Stats::Block *>> tl_blocks;
 }  // namespace
 
-Stats &g_process_stats = *new Stats;
+GCOLL_HOT_DATA Stats &g_process_stats = *new Stats;
 
 std::uint64_t Stats::next_id() {
   static std::atomic<std::uint64_t> next{1};

@@ -157,15 +157,20 @@ struct AlgoName {
 // summed on snapshot. Blocks of exited threads stay registered, so no count is lost.
 class Stats;
 namespace detail {
-struct ThreadCache {  // trivial (no initialisers): zero TLS, reached without a TLS init function
+struct ThreadCache {  // trivial (no initialisers): zero TLS, __thread (comm_state.h: LastLookup)
   std::uint64_t owner;
   void *block;
 };
 // This thread's block of the Stats object it used last (initial-exec TLS: one load, no
 // __tls_get_addr call, on every intercepted call).
-extern thread_local ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
+extern __thread ThreadCache tl_stats_cache __attribute__((tls_model("initial-exec")));
 // The form this thread's blocking calls are counted as (StatsFormScope): 0, blocking.
-extern thread_local int tl_stats_form __attribute__((tls_model("initial-exec")));
+extern __thread int tl_stats_form __attribute__((tls_model("initial-exec")));
+// A call's stats bytes computed before the MPI has seen its arguments (coll/team_call.h:
+// the repeated-call check): 1 while they are, 2 once a datatype's size was not known
+// without asking the MPI (pmpi/call.cc: payload; asking could report a bad handle through
+// the error handler before the call does); 0 otherwise.
+extern __thread int tl_bytes_probe __attribute__((tls_model("initial-exec")));
 }  // namespace detail
 
 // A blocking collective's line, or its `form`'s while a StatsFormScope is open on the
@@ -237,10 +242,10 @@ class Stats {
   }
   Block &register_thread();
 
+  static std::uint64_t next_id();
+  std::uint64_t id_ = next_id();  // first: read by every call (block())
   mutable std::mutex mu_;
   std::vector<Block *> blocks_;
-  std::uint64_t id_ = next_id();
-  static std::uint64_t next_id();
 };
 
 // The process's counters (never destroyed: threads may still count during exit).

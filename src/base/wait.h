@@ -95,7 +95,7 @@ using WaitProgressHook = void (*)();
 void wait_set_progress_hook(WaitProgressHook h);
 namespace detail {
 extern std::atomic<WaitProgressHook> g_wait_progress_hook;
-extern thread_local int tl_wait_in_call __attribute__((tls_model("initial-exec")));
+extern __thread int tl_wait_in_call __attribute__((tls_model("initial-exec")));
 }  // namespace detail
 // Marks the calling thread as inside an intercepted MPI call's engine run (coll/team.cc:
 // Team::run_engine; not on the passthrough path, which waits for nothing of gcoll's).

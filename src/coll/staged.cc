@@ -253,19 +253,12 @@ RootRole root_role(MPI_Comm comm, int root) {
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS ||
       PMPI_Comm_rank(comm, &r.rank) != MPI_SUCCESS)
     return r;
-  r.inter = inter != 0;
-  r.n = size;
-  if (r.inter) {
-    if (PMPI_Comm_remote_size(comm, &r.n) != MPI_SUCCESS) return r;
-    r.valid = root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < r.n);
-    r.root = root == MPI_ROOT;
-    r.member = r.valid && root >= 0;
-  } else {
-    r.valid = root >= 0 && root < size;
-    r.root = r.valid && root == r.rank;
-    r.member = r.valid;
-  }
-  if (!r.valid) r.root = r.member = false;
+  if (!inter) return intra_root_role(r.rank, size, root);
+  r.inter = true;
+  if (PMPI_Comm_remote_size(comm, &r.n) != MPI_SUCCESS) return r;
+  r.valid = root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < r.n);
+  r.root = r.valid && root == MPI_ROOT;
+  r.member = r.valid && root >= 0;
   return r;
 }
 

@@ -121,6 +121,16 @@ struct RootRole {
   int n = 0;            // the root's blocks: the communicator's size (intercommunicator: remote group's)
 };
 RootRole root_role(MPI_Comm comm, int root);
+// An intracommunicator's roles from its size and this rank's rank in it.
+inline RootRole intra_root_role(int rank, int size, int root) {
+  RootRole r;
+  r.rank = rank;
+  r.n = size;
+  r.valid = root >= 0 && root < size;
+  r.root = r.valid && root == rank;
+  r.member = r.valid;
+  return r;
+}
 // The ranks a non-rooted collective's blocks are for: the communicator's size (an
 // intercommunicator's remote group).
 int group_size(MPI_Comm comm);

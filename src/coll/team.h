@@ -40,6 +40,14 @@ struct Team {
   bool without_gcoll = false;
   bool host_engine = false;     // GCOLL_HOST_BUFFERS=engine on every rank
   bool compress_pending = false;  // the info key changed since the last agreement (below)
+  // Per blocking collective, 1 + the bytes (the call's stats bytes: by type signature, so
+  // the same on every rank) of its last call that the host crossovers gave to the MPI
+  // (tune.h: host_declines) on a communicator where no rank can hold device memory; 0:
+  // none. A call of the same bytes is declined alike (its selection bytes are the same), so
+  // team_call() gives it to the MPI at once, without prepare() and the crossover check: the
+  // same decision, on every rank alike (each rank's memory saw the same calls). Never kept
+  // for an allreduce the communicator may compress; cleared where compression is agreed.
+  std::uint64_t mpi_bytes[kBlockingColls] = {};
   // What the nonblocking calls since the last blocking one lacked to take the engine: an
   // agreement of their key's memory kinds, or the engine's setup (both collective, so
   // never made inside a nonblocking call). The next blocking call on the communicator
@@ -89,6 +97,11 @@ struct Team {
     if (!compressible(t, op)) return Compress::Off;
     const int v = compress_info >= 0 ? compress_info : compress_setting;
     return v > 0 && v < kCompressFormats ? static_cast<Compress>(v) : Compress::Off;
+  }
+  // Whether some allreduce on the communicator may be compressed (its format is not off).
+  bool compresses() const {
+    const int v = compress_info >= 0 ? compress_info : compress_setting;
+    return v > 0 && v < kCompressFormats;
   }
 
   // The memory kinds agreed for the engine-eligible calls, one entry per collective and

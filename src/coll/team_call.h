@@ -101,6 +101,22 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
   constexpr bool no_engine = std::is_same_v<std::decay_t<Prepare>, EngineDeclines>;
   if (cs ? (no_engine || !cs->host_engine) && cs->gpu == 0 : !device_memory_possible())
     return team_to_mpi(coll, func, app_errno, mpi, bytes);
+  // With the host engine on: a call of the bytes the host crossovers gave to the MPI last
+  // time (Team::mpi_bytes), to the MPI as that call went, without the decision again.
+  if constexpr (!no_engine) {
+    if (cs && cs->gpu == 0 && !cs->compress_pending && static_cast<int>(coll) < kBlockingColls) {
+      // The bytes from sizes the thread knows, without asking the MPI (a datatype it has
+      // not seen: the full decision below).
+      detail::tl_bytes_probe = 1;
+      const std::uint64_t b = bytes();
+      const bool known = detail::tl_bytes_probe == 1;
+      detail::tl_bytes_probe = 0;
+      if (known && cs->mpi_bytes[static_cast<int>(coll)] == b + 1) {
+        const auto known = [b] { return b; };
+        return team_to_mpi(coll, func, app_errno, mpi, known);
+      }
+    }
+  }
   return team_call_past_mpi(cs, coll, func, bufs, app_errno, prepare, mpi, staged, bytes, raise_error);
 }
 
@@ -131,8 +147,13 @@ int team_call_past_mpi(Team *cs, Coll coll, const char *func, Buffers bufs, int 
   // host_declines: bytes by type signature and agreed settings, the same on every rank),
   // the MPI's call now, without classification, memory agreement or the engine's selection
   // (each costs more than the MPI's own small call).
-  if (in.engine_supports && host_engine && cs->gpu == 0 && host_declines(args))
+  if (in.engine_supports && host_engine && cs->gpu == 0 && host_declines(args)) {
+    // Remembered for the next call of the same bytes (Team::mpi_bytes), unless an
+    // allreduce of these bytes might be compressed (host_declines() says no to those).
+    if (static_cast<int>(coll) < kBlockingColls && (coll != Coll::Allreduce || !cs->compresses()))
+      cs->mpi_bytes[static_cast<int>(coll)] = bytes() + 1;
     return to_mpi();
+  }
   // Memory kinds: mine, then (for calls the engine could take) the agreed ones.
   const void *ptrs[2] = {bufs.send, bufs.recv};
   const LocalMemory lm = cs ? classify_call(&cs->memo, ptrs, cs->device) : classify_local(ptrs, 2, -1);

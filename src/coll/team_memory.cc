@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string>
@@ -147,6 +148,7 @@ void agree_once(Team *cs) {
 
 void Team::agree_compress() {
   compress_pending = false;
+  std::fill(std::begin(mpi_bytes), std::end(mpi_bytes), 0);  // (team.h)
   process_stats().count(Counter::HiddenMpi);
   MpiBootstrap boot(comm);
   const long long mine = compress_info_mine;

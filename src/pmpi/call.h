@@ -24,7 +24,8 @@
 namespace gcoll {
 
 // Size in bytes of `count` elements, for stats (after the MPI accepted the datatype); the
-// sizes of predefined datatypes remembered per thread.
+// sizes of predefined datatypes remembered per thread. Under detail::tl_bytes_probe
+// (base/stats.h), 0 for a datatype not remembered, without asking the MPI.
 std::uint64_t payload(long long count, MPI_Datatype type);
 
 bool valid_buffer(const void *p, long long count);
@@ -46,6 +47,12 @@ inline int comm_rank(MPI_Comm comm) {  // MPI_Comm_rank (-1 where the MPI refuse
 inline int comm_group_size(MPI_Comm comm) {
   if (const CommState *cs = comm_state_cached(comm); cs && !cs->inter) return cs->size;
   return group_size(comm);
+}
+// This rank's role in a rooted collective (coll/staged.h: root_role), an
+// intracommunicator's from the thread's last team lookup without asking the MPI.
+inline RootRole root_of(MPI_Comm comm, int root) {
+  if (const CommState *cs = comm_state_cached(comm); cs && !cs->inter) return intra_root_role(cs->rank, cs->size, root);
+  return root_role(comm, root);
 }
 // The collectives without an engine algorithm (pmpi/calls/reduce.cc and after):
 // whether any of the n counts is negative (an array the MPI reads), their sum, and the

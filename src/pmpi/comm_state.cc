@@ -6,6 +6,7 @@
 #include <new>
 #include <vector>
 
+#include "base/hot.h"
 #include "base/log.h"
 #include "pmpi/errors.h"
 
@@ -51,8 +52,8 @@ Status lookup_or_create(MPI_Comm comm, CommState **out);
 namespace detail {
 
 // initial-exec: a direct %fs access instead of a __tls_get_addr call (as the stats' cache).
-thread_local LastLookup t_last __attribute__((tls_model("initial-exec")));
-std::atomic<std::uint64_t> g_generation{1};
+__thread LastLookup t_last __attribute__((tls_model("initial-exec")));
+GCOLL_HOT_DATA std::atomic<std::uint64_t> g_generation{1};
 
 Status comm_state_slow(MPI_Comm comm, CommState **out) {
   const std::uint64_t gen = g_generation.load(std::memory_order_acquire);

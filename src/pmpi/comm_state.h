@@ -25,14 +25,15 @@ struct CommState : Team {};
 namespace detail {
 // Each thread's last lookup; a state freed since then (whichever) makes it stale.
 struct LastLookup {
-  // No initialisers: a trivial type in zero-initialised TLS is reached directly, without
-  // a TLS init function (and its __tls_get_addr) on every lookup. No handle matches
-  // before `state` is set.
+  // No initialisers: zero-initialised TLS. Declared __thread, not thread_local: an extern
+  // thread_local is reached through a check of its TLS init function (a GOT load and a
+  // branch) in every other file; __thread (trivial types only) is one %fs-relative load.
+  // No handle matches before `state` is set.
   MPI_Comm comm;
   CommState *state;
   std::uint64_t generation;
 };
-extern thread_local LastLookup t_last __attribute__((tls_model("initial-exec")));
+extern __thread LastLookup t_last __attribute__((tls_model("initial-exec")));
 extern std::atomic<std::uint64_t> g_generation;  // bumped whenever a state is freed
 Status comm_state_slow(MPI_Comm comm, CommState **out);
 }  // namespace detail

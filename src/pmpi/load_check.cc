@@ -13,13 +13,14 @@
 
 #include "base/coll_list.h"
 #include "base/config.h"
+#include "base/hot.h"
 #include "pmpi/mpi_flavor.h"
 
 namespace gcoll {
 namespace flavor {
 
 void *g_foreign[kEntries] = {};
-bool g_foreign_mpi = false;
+GCOLL_HOT_DATA bool g_foreign_mpi = false;
 
 namespace {
 

@@ -10,6 +10,7 @@
 
 #include "base/build_info.h"
 #include "base/config.h"
+#include "base/hot.h"
 #include "base/log.h"
 #include "base/stats.h"
 #include "base/wait.h"
@@ -26,7 +27,7 @@
 namespace gcoll {
 
 namespace detail {
-std::atomic<int> g_mode{static_cast<int>(Mode::Uninit)};
+GCOLL_HOT_DATA std::atomic<int> g_mode{static_cast<int>(Mode::Uninit)};
 }
 
 namespace {

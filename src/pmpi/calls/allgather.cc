@@ -42,15 +42,7 @@ int allgather(const CallForm &form, const void *sendbuf, int sendcount, MPI_Data
       [&](StagedBuffers sb) {
         return staged_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, sb);
       },
-      [&] {
-        int inter = 0, n = 0;
-        PMPI_Comm_test_inter(comm, &inter);
-        if (inter)
-          PMPI_Comm_remote_size(comm, &n);
-        else
-          PMPI_Comm_size(comm, &n);
-        return payload(recvcount, recvtype) * static_cast<std::uint64_t>(n);
-      });
+      [&] { return payload(recvcount, recvtype) * static_cast<std::uint64_t>(comm_group_size(comm)); });
 }
 
 unsigned long long allgather_large_bytes(const void *, MPI_Count, MPI_Datatype, void *, MPI_Count recvcount,

@@ -12,7 +12,7 @@ int gather(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatyp
            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (!library_active())
     return pmpi_gather(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   const bool in_place = r.root && !r.inter && sendbuf == MPI_IN_PLACE;
   const bool sends = r.member && !in_place;
   // Negative counts where the MPI reads them: reported here (MPICH crashes on some).
@@ -40,7 +40,7 @@ int gather(const CallForm &form, const void *sendbuf, int sendcount, MPI_Datatyp
 
 unsigned long long gather_large_bytes(const void *, MPI_Count sendcount, MPI_Datatype sendtype, void *,
                                       MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   return r.root     ? payload(recvcount, recvtype) * static_cast<std::uint64_t>(r.n)
          : r.member ? payload(sendcount, sendtype)
                     : 0;

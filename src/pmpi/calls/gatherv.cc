@@ -12,7 +12,7 @@ int gatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dataty
             const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (!library_active())
     return pmpi_gatherv(form, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   const bool in_place = r.root && !r.inter && sendbuf == MPI_IN_PLACE;
   const bool sends = r.member && !in_place;
   const int n = r.root ? r.n : 0;  // the root's arrays
@@ -42,7 +42,7 @@ int gatherv(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dataty
 unsigned long long gatherv_large_bytes(const void *, MPI_Count sendcount, MPI_Datatype sendtype, void *,
                                        const MPI_Count recvcounts[], const MPI_Aint[], MPI_Datatype recvtype, int root,
                                        MPI_Comm comm) {
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   if (!r.root) return r.member ? payload(sendcount, sendtype) : 0;
   long long total = 0;
   for (int i = 0; recvcounts && i < r.n; ++i) total += recvcounts[i] > 0 ? recvcounts[i] : 0;

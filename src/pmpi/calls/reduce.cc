@@ -11,7 +11,7 @@ namespace gcoll {
 int reduce(const CallForm &form, const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
            int root, MPI_Comm comm) {
   if (!library_active()) return pmpi_reduce(form, sendbuf, recvbuf, count, datatype, op, root, comm);
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   // (as MPI_Allreduce: MPICH 4.0.2 crashes on negative counts; the count counts wherever
   // a buffer does)
   const bool negative = count < 0 && (r.root || r.member);

@@ -11,7 +11,7 @@ int scatter(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dataty
             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (!library_active())
     return pmpi_scatter(form, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   const bool in_place = r.root && !r.inter && recvbuf == MPI_IN_PLACE;
   const bool receives = r.member && !in_place;
   // Negative counts where the MPI reads them: reported here (MPICH crashes on some).
@@ -39,7 +39,7 @@ int scatter(const CallForm &form, const void *sendbuf, int sendcount, MPI_Dataty
 
 unsigned long long scatter_large_bytes(const void *, MPI_Count sendcount, MPI_Datatype sendtype, void *,
                                        MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   return r.root     ? payload(sendcount, sendtype) * static_cast<std::uint64_t>(r.n)
          : r.member ? payload(recvcount, recvtype)
                     : 0;

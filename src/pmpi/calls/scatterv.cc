@@ -11,7 +11,7 @@ int scatterv(const CallForm &form, const void *sendbuf, const int sendcounts[], 
              MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (!library_active())
     return pmpi_scatterv(form, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   const bool in_place = r.root && !r.inter && recvbuf == MPI_IN_PLACE;
   const bool receives = r.member && !in_place;
   const int n = r.root ? r.n : 0;  // the root's arrays
@@ -41,7 +41,7 @@ int scatterv(const CallForm &form, const void *sendbuf, const int sendcounts[], 
 unsigned long long scatterv_large_bytes(const void *, const MPI_Count sendcounts[], const MPI_Aint[],
                                         MPI_Datatype sendtype, void *, MPI_Count recvcount, MPI_Datatype recvtype,
                                         int root, MPI_Comm comm) {
-  const RootRole r = root_role(comm, root);
+  const RootRole r = root_of(comm, root);
   if (!r.root) return r.member ? payload(recvcount, recvtype) : 0;
   long long total = 0;
   for (int i = 0; sendcounts && i < r.n; ++i) total += sendcounts[i] > 0 ? sendcounts[i] : 0;
