@@ -39,6 +39,15 @@ struct Team {
   // fails (MPI_ERR_OTHER) rather than return what another call sent.
   bool without_gcoll = false;
   bool host_engine = false;     // GCOLL_HOST_BUFFERS=engine on every rank
+  // The blocking collectives (bit i: Coll i) whose host calls the host engine may take at
+  // some size (tune.h: host_engine_colls_of, from the agreed crossovers): 0 without the host
+  // engine; every one where the settings that shape the engine differ between the ranks.
+  // The others' host calls go to the MPI at once (team_call.h).
+  std::uint32_t host_engine_colls = 0;
+  bool host_engine_may(Coll c) const {
+    const unsigned i = static_cast<unsigned>(c);
+    return i >= 32 || ((host_engine_colls >> i) & 1u);
+  }
   bool compress_pending = false;  // the info key changed since the last agreement (below)
   // Per blocking collective, 1 + the bytes (the call's stats bytes: by type signature, so
   // the same on every rank) of its last call that the host crossovers gave to the MPI

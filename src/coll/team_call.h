@@ -97,9 +97,10 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
     return raise_error(Status::ErrMismatch, kWithoutGcoll);
   }
   // The common case, kept short: nobody here can pass device memory and host buffers go
-  // to the MPI (with the host engine on too, for a collective it has no algorithm for).
+  // to the MPI (with the host engine on too, for a collective it has no algorithm for or
+  // whose every size the host crossovers give to the MPI).
   constexpr bool no_engine = std::is_same_v<std::decay_t<Prepare>, EngineDeclines>;
-  if (cs ? (no_engine || !cs->host_engine) && cs->gpu == 0 : !device_memory_possible())
+  if (cs ? (no_engine || !cs->host_engine_may(coll)) && cs->gpu == 0 : !device_memory_possible())
     return team_to_mpi(coll, func, app_errno, mpi, bytes);
   // With the host engine on: a call of the bytes the host crossovers gave to the MPI last
   // time (Team::mpi_bytes), to the MPI as that call went, without the decision again.

@@ -14,6 +14,7 @@
 #include "base/uniform_settings.h"
 #include "base/wait.h"
 #include "boot/bootstrap.h"
+#include "coll/tune.h"
 #include "cuda/device.h"
 
 namespace gcoll {
@@ -125,6 +126,8 @@ void agree_once(Team *cs) {
   cs->progress_thread = a.progress_thread;
   cs->thread_mpi = a.progress_thread && a.thread_multiple;
   cs->host_engine = a.host_engine;
+  // (GCOLL_TUNE and GCOLL_HOST_TUNE are among the settings a.engine says are equal)
+  cs->host_engine_colls = !a.host_engine ? 0 : a.engine ? host_engine_colls_of(decline_ranges()) : ~0u;
   cs->uniform_memory = a.uniform_memory;
   cs->device_engine = a.device_engine;
   cs->engine_settings = a.engine;

@@ -279,6 +279,16 @@ DeclineRanges decline_ranges_of(const std::vector<TuneRule> &user, const std::ve
   return d;
 }
 
+std::uint32_t host_engine_colls_of(const DeclineRanges &d) {
+  static_assert(kBlockingColls <= 32, "one bit per blocking collective");
+  std::uint32_t colls = 0;
+  for (int c = 0; c < kBlockingColls; ++c) {
+    const bool every_size = d.exact[c] && d.n[c] == 1 && d.r[c][0].lo == 0 && d.r[c][0].hi == UINT64_MAX;
+    if (!every_size || static_cast<Coll>(c) == Coll::Allreduce) colls |= 1u << c;
+  }
+  return colls;
+}
+
 bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, std::uint64_t min_bytes,
                          bool host_tune_off) {
   const std::uint64_t b = a.bytes();

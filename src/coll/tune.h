@@ -91,6 +91,10 @@ struct DeclineRanges {
   bool exact[kBlockingColls];
 };
 DeclineRanges decline_ranges_of(const std::vector<TuneRule> &user, const std::vector<TuneRule> &host);
+// The blocking collectives (bit i: Coll i) whose host-buffer calls the host engine may take
+// at some size, by `d`: all but those whose every size host_declines() gives to the MPI.
+// Allreduce always (a compressed allreduce ignores the crossovers). Team::host_engine_colls.
+std::uint32_t host_engine_colls_of(const DeclineRanges &d);
 // The process's (user_tune_rules(), host_tune_rules()), built once.
 const DeclineRanges &decline_ranges();
 // host_declines(user_tune_rules(), host_tune_rules(), a) through decline_ranges().

@@ -833,6 +833,22 @@ TEST(Tune, DeclineRangesAreHostDeclines) {
           for (std::uint64_t b : {r.lo, r.hi})
             for (std::uint64_t x : {b - 1, b, b + 1}) probes.push_back(x);
       int declined = 0;
+      const std::uint32_t engine_colls = host_engine_colls_of(d);
+      for (int c = 0; c < kBlockingColls; ++c) {
+        // host_engine_colls_of: a collective left out only if every size is declined
+        // (never allreduce), kept if some size is not.
+        bool every = true;
+        for (std::uint64_t b : probes) {
+          if (b == UINT64_MAX) continue;  // "inf" is [lo, UINT64_MAX): no call has that many bytes
+          CollArgs a;
+          a.coll = static_cast<Coll>(c);
+          a.elem = 1;
+          a.count = b;
+          every = every && host_declines(*u, *h, a);
+        }
+        const bool kept = (engine_colls >> c) & 1u;
+        EXPECT_EQ(kept, !every || static_cast<Coll>(c) == Coll::Allreduce) << coll_name(static_cast<Coll>(c));
+      }
       for (int c = 0; c < kBlockingColls; ++c)
         for (std::uint64_t b : probes) {
           CollArgs a;
@@ -853,6 +869,17 @@ TEST(Tune, DeclineRangesAreHostDeclines) {
     }
   EXPECT_FALSE(decline_ranges_of(none, many).exact[static_cast<int>(Coll::Allgather)]);
   EXPECT_TRUE(decline_ranges_of(none, host).exact[static_cast<int>(Coll::Reduce_scatter)]);
+  // The built-in crossovers: bcast, allgather and alltoall at the MPI at every size; a
+  // GCOLL_TUNE rule for bcast brings it back.
+  const auto bit = [](Coll c) { return 1u << static_cast<int>(c); };
+  const std::uint32_t builtin = host_engine_colls_of(decline_ranges_of(none, host));
+  for (Coll c : {Coll::Bcast, Coll::Allgather, Coll::Alltoall}) EXPECT_EQ(builtin & bit(c), 0u) << coll_name(c);
+  for (Coll c : {Coll::Allreduce, Coll::Allgatherv, Coll::Reduce, Coll::Reduce_scatter, Coll::Reduce_scatter_block})
+    EXPECT_NE(builtin & bit(c), 0u) << coll_name(c);
+  EXPECT_NE(host_engine_colls_of(decline_ranges_of(user, host)) & bit(Coll::Bcast), 0u);
+  std::vector<TuneRule> all_mpi;
+  ASSERT_EQ(parse_tune("allreduce:0-inf:@mpi", &all_mpi, &err), Status::Ok) << err;
+  EXPECT_NE(host_engine_colls_of(decline_ranges_of(none, all_mpi)) & bit(Coll::Allreduce), 0u);
 }
 
 // GCOLL_HOST_BUSY_MPI (issue 32 item 2): which host calls may go to the MPI on a loaded
