@@ -1,6 +1,7 @@
 #include "base/stats.h"
 
 #include <algorithm>
+#include <new>
 #include <sstream>
 
 #include "base/hot.h"
@@ -74,7 +75,13 @@ namespace {
 thread_local std::vector<std::pair<std::uint64_t, Stats::Block *>> tl_blocks;
 }  // namespace
 
-GCOLL_HOT_DATA Stats &g_process_stats = *new Stats;
+// The process's stats object in the hot section too (base/hot.h): the id every call
+// compares (Stats::block) on the line of the reference. Never destroyed, as a heap object
+// it was before: calls counted after static destruction still land somewhere valid.
+namespace {
+alignas(Stats) GCOLL_HOT_DATA unsigned char g_process_stats_storage[sizeof(Stats)];
+}  // namespace
+GCOLL_HOT_DATA Stats &g_process_stats = *new (g_process_stats_storage) Stats;
 
 std::uint64_t Stats::next_id() {
   static std::atomic<std::uint64_t> next{1};
