@@ -196,8 +196,9 @@ static void process(const char *phase) {
   fp_modes(phase);
 }
 
-/* What differs from run to run blanked: numbers (pids, inodes, job ids) become '#', and a
- * run of 6 or more hex digits (a random id, MPICH's /dev/shm/mpich_shm_3f0a9c1e_0) one
+/* What differs from run to run blanked: a number (pid, inode, job id, /dev/pts/9 or
+ * /dev/pts/10: other processes open terminals between the two runs) becomes one '#', and
+ * a run of 6 or more hex digits (a random id, MPICH's /dev/shm/mpich_shm_3f0a9c1e_0) one
  * '#'; " (deleted)" goes (whether the MPI has unlinked its file yet is timing). */
 static void blank_digits(char *s) {
   char *deleted = strstr(s, " (deleted)");
@@ -210,8 +211,8 @@ static void blank_digits(char *s) {
       *w++ = '#';
       r += k;
     } else if (*r >= '0' && *r <= '9') {
+      while (*r >= '0' && *r <= '9') ++r;  /* (first: w may be r) */
       *w++ = '#';
-      ++r;
     } else {
       *w++ = *r++;
     }

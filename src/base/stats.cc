@@ -111,14 +111,14 @@ std::vector<std::uint64_t> Stats::snapshot() const {
   std::vector<std::uint64_t> out(kCounters, 0);
   std::lock_guard<std::mutex> lock(mu_);
   for (const Block *b : blocks_)
-    for (int k = 0; k < kCounters; ++k) out[k] += b->c[k].load(std::memory_order_relaxed);
+    for (int k = 0; k < kCounters; ++k) out[k] += b->c[slot(k)].load(std::memory_order_relaxed);
   return out;
 }
 
 std::uint64_t Stats::total(Counter c) const {
   std::uint64_t n = 0;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Block *b : blocks_) n += b->c[kLibBase + static_cast<int>(c)].load(std::memory_order_relaxed);
+  for (const Block *b : blocks_) n += b->c[slot(kLibBase + static_cast<int>(c))].load(std::memory_order_relaxed);
   return n;
 }
 

@@ -196,8 +196,18 @@ class StatsFormScope {
 
 class Stats {
  public:
+  // A thread's counters. Each collective's row of kFields counters on a cache line of its
+  // own (kRow slots: a call's count and bytes are one line, never two); then the
+  // algorithms' and the library's counters. snapshot() gives them in the flat order.
+  static constexpr int kRow = 8;
+  static_assert(kFields <= kRow, "a collective's counters fit one cache line");
+  static constexpr int kSlots = kColls * kRow + (kCounters - kFields * kColls);
+  // The slot of flat counter k.
+  static constexpr int slot(int k) {
+    return k < kFields * kColls ? k / kFields * kRow + k % kFields : kColls * kRow + (k - kFields * kColls);
+  }
   struct alignas(64) Block {
-    std::atomic<std::uint64_t> c[kCounters] = {};
+    std::atomic<std::uint64_t> c[kSlots] = {};
     std::atomic<std::uint64_t> max[kMaxima] = {};
   };
 
@@ -209,22 +219,22 @@ class Stats {
   void record(Coll c, Path p, std::uint64_t bytes) {
     c = line_of(c);
     Block &b = block();
-    const int base = static_cast<int>(c) * kFields;
+    const int base = static_cast<int>(c) * kRow;
     bump(b.c[base + static_cast<int>(p)], 1);
     bump(b.c[base + static_cast<int>(Field::Bytes)], bytes);
   }
   void record_engine(Coll c, const EngineRecord &r) {
     c = line_of(c);
     Block &b = block();
-    const int base = static_cast<int>(c) * kFields;
+    const int base = static_cast<int>(c) * kRow;
     bump(b.c[base + static_cast<int>(Field::IntraBytes)], r.intra);
     bump(b.c[base + static_cast<int>(Field::InterBytes)], r.inter);
-    if (r.algo >= 0 && r.algo < kMaxAlgos) bump(b.c[kFields * kColls + r.algo], 1);
+    if (r.algo >= 0 && r.algo < kMaxAlgos) bump(b.c[slot(kFields * kColls + r.algo)], 1);
     auto &m = b.max[static_cast<int>(c)];
     if (static_cast<std::uint64_t>(r.inter_steps) > m.load(std::memory_order_relaxed))
       m.store(static_cast<std::uint64_t>(r.inter_steps), std::memory_order_relaxed);
   }
-  void count(Counter c, std::uint64_t n = 1) { bump(block().c[kLibBase + static_cast<int>(c)], n); }
+  void count(Counter c, std::uint64_t n = 1) { bump(block().c[slot(kLibBase + static_cast<int>(c))], n); }
   // This process's total of one library counter (all threads).
   std::uint64_t total(Counter c) const;
   // Flat snapshots for aggregation across ranks: kCounters sums, kMaxima maxima.
