@@ -113,8 +113,8 @@ inline int team_call(Team *cs, Coll coll, const char *func, Buffers bufs, Prepar
       const bool known = detail::tl_bytes_probe == 1;
       detail::tl_bytes_probe = 0;
       if (known && cs->mpi_bytes[static_cast<int>(coll)] == b + 1) {
-        const auto known = [b] { return b; };
-        return team_to_mpi(coll, func, app_errno, mpi, known);
+        const auto probed = [b] { return b; };
+        return team_to_mpi(coll, func, app_errno, mpi, probed);
       }
     }
   }
