@@ -225,6 +225,28 @@ __thread int tl_wait_in_call __attribute__((tls_model("initial-exec"))) = 0;
 
 void wait_set_progress_hook(WaitProgressHook h) { detail::g_wait_progress_hook.store(h, std::memory_order_relaxed); }
 
+void detail::wait_note_slow_yield() { g_slow_yield_ns.store(now_ns(), std::memory_order_relaxed); }
+
+bool WaitPolicy::mpi_turn() {
+  const std::int64_t last = g_slow_yield_ns.load(std::memory_order_relaxed);
+  if (last == 0) return true;
+  const std::int64_t t = now_ns();
+  if (t - last > kSlowYieldMemoryNs) return true;
+  // The cores are shared (wait.h): one turn every kSharedProgressUs of this wait, the
+  // first that long after rationing began.
+  if (poked_ns_ == 0) poked_ns_ = t;
+  if (t - poked_ns_ < static_cast<std::int64_t>(kSharedProgressUs) * 1000) return false;
+  poked_ns_ = t;
+  return true;
+}
+
+void WaitPolicy::progress_in_call() {
+  const WaitProgressHook h = detail::g_wait_progress_hook.load(std::memory_order_relaxed);
+  if (!h || !mpi_turn()) return;
+  ++pokes_;
+  h();
+}
+
 void WaitPolicy::slow_pause() {
   const std::uint64_t k = polls_ - kSpinPolls;
   if (mode_ == WaitMode::Yield) {

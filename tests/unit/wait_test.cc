@@ -157,6 +157,35 @@ TEST(Wait, SlowYieldsMeanSharedCores) {
   EXPECT_GE(w.sleeps(), 1u);
 }
 
+// Where the cores are shared, the MPI's progress inside a call is rationed (wait.h): an
+// MPI told that ranks share cores (Open MPI's mpi_yield_when_idle) yields in every poke that
+// finds nothing, and on a shared core that yield hands another job's thread its slice.
+// Still poked in a wait that lasts (a peer inside the MPI may need it: no hang).
+TEST(Wait, MpiProgressRationedOnSharedCores) {
+  wait_set_progress_hook(count_progress);
+  {
+    WaitCallScope in_call;
+    detail::wait_note_slow_yield();
+    WaitPolicy w(WaitMode::Sleep);
+    g_progress_calls = 0;
+    const auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < WaitPolicy::kSpinPolls + 3; ++i) w.pause();
+    // The spin phase's poke and one per pause without the ration (unless this thread was
+    // off its CPU for the whole ration).
+    if (Clock::now() - t0 < std::chrono::microseconds(WaitPolicy::kSharedProgressUs)) {
+      EXPECT_EQ(g_progress_calls, 0);
+      EXPECT_EQ(w.mpi_pokes(), 0u);
+    }
+    while (g_progress_calls == 0 && Clock::now() - t0 < std::chrono::seconds(5)) {
+      detail::wait_note_slow_yield();  // still shared (the window is 20 ms)
+      w.pause();
+    }
+    EXPECT_EQ(g_progress_calls, 1);
+    EXPECT_GE(Clock::now() - t0, std::chrono::microseconds(WaitPolicy::kSharedProgressUs));
+  }
+  wait_set_progress_hook(nullptr);
+}
+
 TEST(Wait, AutoSleepsInLongWaits) {
   // Whether or not this machine is oversubscribed now, a wait that lasts sleeps (at the
   // latest 1 ms after its yields, which may themselves take long on a loaded machine).
