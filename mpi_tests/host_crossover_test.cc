@@ -111,11 +111,14 @@ std::uint64_t busy_mpi() {
 
 bool expect_mpi(const char *coll, std::uint64_t bytes) {
   const std::uint64_t busy = busy_mpi();
-  if (bytes >= busy) return true;
-  // reduce, reduce_scatter and reduce_scatter_block go to the MPI at any size there
-  // (coll/tune.h: host_busy_candidate)
+  // Where some rank's cores are shared: from GCOLL_HOST_BUSY_MPI's size, and reduce,
+  // reduce_scatter and reduce_scatter_block at any size, but reduce_scatter_block's blocks
+  // of 1 MiB and more stay on the engine (coll/tune.h: host_busy_candidate; the sizes
+  // checked here stay below).
   const std::string c = coll;
-  if (busy != UINT64_MAX && (c == "reduce" || c == "reduce_scatter" || c == "reduce_scatter_block")) return true;
+  const bool scatter = c == "reduce" || c == "reduce_scatter" || c == "reduce_scatter_block";
+  if (busy != UINT64_MAX && !(c == "reduce_scatter_block" && bytes >= (1u << 20)) && (bytes >= busy || scatter))
+    return true;
   for (const auto &r : mpi_rules())
     if (r.coll == coll && bytes >= r.lo && bytes < r.hi) return true;
   return false;
@@ -220,6 +223,30 @@ TEST(HostCrossover, ReductionsTakeThePathOfTheirSize) {
            ok;
     }
   }
+  EXPECT_ALL_RANKS(ok);
+}
+
+// A shared-cores run: reduce_scatter_block's blocks of 1 MiB stay on the engine (its engine
+// beats the MPI there on shared cores: coll/tune.h, host_busy_candidate), on every rank.
+TEST(HostCrossover, LargeReduceScatterBlockStaysOnTheEngineWhenBusy) {
+  if (busy_mpi() == UINT64_MAX) GTEST_SKIP() << "not a shared-cores run";
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  set_up_engine_if_busy();
+  const std::uint64_t bytes = 1u << 20;
+  const size_t count = bytes / sizeof(float);
+  std::vector<float> in(count * static_cast<size_t>(n));
+  for (size_t i = 0; i < in.size(); ++i) in[i] = value_of(rank, i);
+  std::vector<float> out(count, -1.f), want(count, -1.f);
+  bool ok = run_checked(
+      "reduce_scatter_block", bytes,
+      [&] { return MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                            MPI_COMM_WORLD); },
+      [&] { PMPI_Reduce_scatter_block(in.data(), want.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                      MPI_COMM_WORLD); });
+  ok = (out == want || (report("reduce_scatter_block %llu: differs", static_cast<unsigned long long>(bytes)), false)) &&
+       ok;
   EXPECT_ALL_RANKS(ok);
 }
 

@@ -916,6 +916,16 @@ TEST(Tune, BusyCandidatesBySizeAndSettings) {
     a.coll = c;
     EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false)) << coll_name(c);
   }
+  // ... but reduce_scatter_block's blocks of 1 MiB and more stay on the engine (it beats the
+  // MPI there on shared cores since the waits ration the MPI's progress pokes).
+  a.coll = Coll::Reduce_scatter_block;
+  a.count = (kBusyEngineRsbBlock / 4) - 1;
+  EXPECT_TRUE(host_busy_candidate({}, a, 256 << 10, false));
+  a.count = kBusyEngineRsbBlock / 4;
+  EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false));
+  EXPECT_FALSE(host_busy_candidate({}, a, 16 << 10, false));
+  a.coll = Coll::Reduce_scatter;
+  EXPECT_TRUE(host_busy_candidate({}, a, 256 << 10, false));
   a.count = 65536;
   a.coll = Coll::Allreduce;
   a.compress = Compress::Bf16;
