@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,9 @@ std::atomic<int> g_runnable{-1};
 std::atomic<std::int64_t> g_looked_ns{0};
 // When a yield last came back late (steady clock, ns; 0: never): WaitPolicy::slow_pause.
 std::atomic<std::int64_t> g_slow_yield_ns{0};
+// When a poke of the MPI's progress last came back late (WaitPolicy::progress_in_call):
+// the ration only.
+std::atomic<std::int64_t> g_slow_poke_ns{0};
 // wait_machine_loaded(): a slow yield this recent says the cores are shared.
 constexpr std::int64_t kLoadedMemoryNs = 1000 * 1000 * 1000;
 
@@ -228,7 +232,8 @@ void wait_set_progress_hook(WaitProgressHook h) { detail::g_wait_progress_hook.s
 void detail::wait_note_slow_yield() { g_slow_yield_ns.store(now_ns(), std::memory_order_relaxed); }
 
 bool WaitPolicy::mpi_turn() {
-  const std::int64_t last = g_slow_yield_ns.load(std::memory_order_relaxed);
+  const std::int64_t last = std::max(g_slow_yield_ns.load(std::memory_order_relaxed),
+                                     g_slow_poke_ns.load(std::memory_order_relaxed));
   if (last == 0) return true;
   const std::int64_t t = now_ns();
   if (t - last > kSlowYieldMemoryNs) return true;
@@ -244,7 +249,13 @@ void WaitPolicy::progress_in_call() {
   const WaitProgressHook h = detail::g_wait_progress_hook.load(std::memory_order_relaxed);
   if (!h || !mpi_turn()) return;
   ++pokes_;
+  const std::int64_t t0 = now_ns();
   h();
+  // A poke that came back late yielded the core to another process's thread (wait.h): it
+  // keeps the ration on, as a slow yield of gcoll's own does, without counting as one for
+  // wait_machine_loaded() (a poke may also wait for this job's own rank that computes).
+  const std::int64_t t1 = now_ns();
+  if (t1 - t0 >= static_cast<std::int64_t>(kSlowYieldUs) * 1000) g_slow_poke_ns.store(t1, std::memory_order_relaxed);
 }
 
 void WaitPolicy::slow_pause() {

@@ -97,9 +97,10 @@ bool wait_probe_machine_loaded();
 // yields in every progress call that finds nothing to do, and a yield on a core that
 // another job's CPU-bound thread shares hands that thread its whole time slice
 // (milliseconds). So within kSlowYieldMemoryNs of a slow yield (the window in which
-// gcoll's own waits do not yield either, wait.cc) a wait pokes the MPI only once every
-// kSharedProgressUs: the progress a peer inside the MPI needs still comes, a little
-// later. (Issue 32 item 2: two CPU-bound loops on the 2-core VM, 4 ranks in 2 x 2 virtual
+// gcoll's own waits do not yield either, wait.cc), or of a poke that itself came back
+// after kSlowYieldUs or more (the MPI's yield, which gcoll's own do not time), a wait pokes
+// the MPI only once every kSharedProgressUs: the progress a peer inside the MPI needs still
+// comes, a little later. (Issue 32 item 2: two CPU-bound loops on the 2-core VM, 4 ranks in 2 x 2 virtual
 // nodes, reduce_scatter_block 256 KiB on the engine: 10.6 ms per call with a poke at
 // every pause, 5.4 ms with none; Open MPI's own call 6.5 ms.)
 using WaitProgressHook = void (*)();

@@ -186,6 +186,37 @@ TEST(Wait, MpiProgressRationedOnSharedCores) {
   wait_set_progress_hook(nullptr);
 }
 
+// A poke that comes back late (the MPI yielded the core to another process for its slice)
+// keeps the ration on by itself: the MPI's yields are not timed by gcoll's own yields.
+Clock::duration g_in_slow_progress{};
+void slow_progress() {
+  ++g_progress_calls;
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::microseconds(1500));
+  g_in_slow_progress += Clock::now() - t0;
+}
+
+TEST(Wait, SlowPokeRationsTheNextOnes) {
+  // Past any earlier slow yield's window (20 ms).
+  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  wait_set_progress_hook(slow_progress);
+  {
+    WaitCallScope in_call;
+    WaitPolicy w(WaitMode::Spin);
+    g_progress_calls = 0;
+    for (std::uint64_t i = 0; i < WaitPolicy::kProgressPolls; ++i) w.pause();
+    EXPECT_EQ(g_progress_calls, 1);  // not rationed: no slow yield within 20 ms
+    const auto t0 = Clock::now();
+    g_in_slow_progress = {};
+    for (std::uint64_t i = 0; i < 4 * WaitPolicy::kProgressPolls; ++i) w.pause();
+    // Four more pokes without the ration (unless this thread was off its CPU for the
+    // ration's 2 ms outside the pokes: then one may come).
+    if (Clock::now() - t0 - g_in_slow_progress < std::chrono::microseconds(WaitPolicy::kSharedProgressUs))
+      EXPECT_EQ(g_progress_calls, 1);
+  }
+  wait_set_progress_hook(nullptr);
+}
+
 TEST(Wait, AutoSleepsInLongWaits) {
   // Whether or not this machine is oversubscribed now, a wait that lasts sleeps (at the
   // latest 1 ms after its yields, which may themselves take long on a loaded machine).
