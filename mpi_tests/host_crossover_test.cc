@@ -113,11 +113,10 @@ bool expect_mpi(const char *coll, std::uint64_t bytes) {
   const std::uint64_t busy = busy_mpi();
   // Where some rank's cores are shared: from GCOLL_HOST_BUSY_MPI's size, and reduce,
   // reduce_scatter and reduce_scatter_block at any size, but reduce_scatter_block's blocks
-  // of 1 MiB and more stay on the engine (coll/tune.h: host_busy_candidate; the sizes
-  // checked here stay below).
+  // of 64 KiB and more stay on the engine (coll/tune.h: host_busy_candidate).
   const std::string c = coll;
   const bool scatter = c == "reduce" || c == "reduce_scatter" || c == "reduce_scatter_block";
-  if (busy != UINT64_MAX && !(c == "reduce_scatter_block" && bytes >= (1u << 20)) && (bytes >= busy || scatter))
+  if (busy != UINT64_MAX && !(c == "reduce_scatter_block" && bytes >= (64u << 10)) && (bytes >= busy || scatter))
     return true;
   for (const auto &r : mpi_rules())
     if (r.coll == coll && bytes >= r.lo && bytes < r.hi) return true;
@@ -226,7 +225,7 @@ TEST(HostCrossover, ReductionsTakeThePathOfTheirSize) {
   EXPECT_ALL_RANKS(ok);
 }
 
-// A shared-cores run: reduce_scatter_block's blocks of 1 MiB stay on the engine (its engine
+// A shared-cores run: reduce_scatter_block's blocks of 1 MiB (64 KiB and more) stay on the engine (its engine
 // beats the MPI there on shared cores: coll/tune.h, host_busy_candidate), on every rank.
 TEST(HostCrossover, LargeReduceScatterBlockStaysOnTheEngineWhenBusy) {
   if (busy_mpi() == UINT64_MAX) GTEST_SKIP() << "not a shared-cores run";

@@ -189,7 +189,7 @@ const std::vector<SettingDef> kSettings = {
     {"GCOLL_HOST_BUSY_MPI", SettingType::Size, "256K", "0:1099511627776",
      "Host buffers through the engine, on cores shared with other processes: calls of this many bytes and more "
      "(the selection's bytes, as GCOLL_TUNE's; reduce and reduce_scatter at any size, reduce_scatter_block below "
-     "1 MiB blocks: their engine lost there) go to the MPI's own collective while any rank of the communicator "
+     "64 KiB blocks: their engine lost there) go to the MPI's own collective while any rank of the communicator "
      "finds its cores shared (GCOLL_SHARED_CORES). The ranks agree on that at one call in 16 of these sizes "
      "(one small hidden allreduce), so every rank takes the same path. Where other work holds the cores, the "
      "engine's large calls slow down 2 to 5 times more than the MPI's (docs/host-engine-vs-mpi.md). 0 = never. "

@@ -466,4 +466,24 @@ Status rail_alltoallv_pairwise(Rail &r, const std::vector<std::size_t> &sizes_ou
   return st;
 }
 
+Status rail_barrier(Rail &r) {
+  net::Channel *ch = r.channel;
+  const int n = ch->size(), me = ch->rank();
+  if (n <= 1) return Status::Ok;
+  std::vector<char> in(static_cast<std::size_t>(n));
+  const char done = 1;
+  std::vector<net::Request> reqs(2 * static_cast<std::size_t>(n - 1));
+  int k = 0;
+  Status st = Status::Ok;
+  for (int p = 0; ok(st) && p < n; ++p)
+    if (p != me) st = ch->irecv(p, &in[static_cast<std::size_t>(p)], 1, r.tag(0), &reqs[static_cast<std::size_t>(k++)]);
+  for (int p = 0; ok(st) && p < n; ++p)
+    if (p != me) st = ch->isend(p, &done, 1, r.tag(0), &reqs[static_cast<std::size_t>(k++)]);
+  if (!ok(st)) {
+    ch->cancel(reqs.data(), k);
+    return st;
+  }
+  return ch->wait(reqs.data(), k, r.timeout_s);
+}
+
 }  // namespace gcoll

@@ -150,6 +150,17 @@ Status rail_allgatherv_bruck(Rail &r, const std::vector<std::size_t> &sizes, voi
 Status rail_alltoallv_pairwise(Rail &r, const std::vector<std::size_t> &sizes_out, const void *out,
                                const std::vector<std::size_t> &sizes_in, void *in);
 
+// The end of a host call between nodes (coll/engine.cc: Engine::run): every rank of the
+// rail tells every other one that its part of the call is done (one byte, step 0 of `r`:
+// a call number of its own) and waits for theirs, its transport progressing meanwhile. A
+// rank whose receives completed may still owe its senders a rendezvous acknowledgement
+// that only its own progress sends; a sender says "done" only once its sends completed,
+// so a rank that has every peer's "done" owes nobody. Through the rail's own transport,
+// not the MPI's: an MPI told that ranks share cores yields in every test of a
+// nonblocking barrier that finds it unfinished (base/wait.h), and on shared cores each
+// such yield hands another process its time slice.
+Status rail_barrier(Rail &r);
+
 // Element range [*off, *off + *len) of part i when n elements are cut into `parts`
 // near-equal contiguous parts (the first n % parts parts get one more).
 void part_range(std::size_t n, int parts, int i, std::size_t *off, std::size_t *len);

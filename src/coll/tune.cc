@@ -297,10 +297,11 @@ bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, s
   // the rail) lost to the MPI at every size it runs on shared cores (0.67-0.87x, 26f8d88,
   // docs/host-engine-vs-mpi.md), where allreduce and allgatherv won below 256K (1.9-3.8x):
   // these three are candidates at any size.
-  // Since the waits ration the MPI's progress pokes on shared cores (base/wait.h, 4a02909),
-  // reduce_scatter_block's engine beats the MPI there from blocks of kBusyEngineRsbBlock
-  // (4 ranks in 2 x 2 virtual nodes: 1.02-1.57x at 1-4 MiB blocks, three sweeps; below,
-  // 0.76-0.98x): those stay on the engine.
+  // Since the waits ration the MPI's progress pokes on shared cores (base/wait.h, 4a02909,
+  // 9a612da) and large calls end with the rail's own barrier (engine.cc), reduce_scatter_block's
+  // engine beats the MPI there from blocks of kBusyEngineRsbBlock, the smallest the
+  // built-in crossovers give it (4 ranks in 2 x 2 virtual nodes: 1.08-1.74x at 64 KiB -
+  // 4 MiB blocks, three sweeps): those stay on the engine.
   if (a.coll == Coll::Reduce_scatter_block && b >= kBusyEngineRsbBlock) return false;
   const bool scatter = a.coll == Coll::Reduce || a.coll == Coll::Reduce_scatter || a.coll == Coll::Reduce_scatter_block;
   if (!scatter && b < min_bytes) return false;

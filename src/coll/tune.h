@@ -117,6 +117,6 @@ inline bool host_declines(const CollArgs &a) {
 // rule for its collective and size. Rank-uniform.
 bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, std::uint64_t min_bytes,
                          bool host_tune_off);
-constexpr std::uint64_t kBusyEngineRsbBlock = 1 << 20;
+constexpr std::uint64_t kBusyEngineRsbBlock = 64 << 10;
 
 }  // namespace gcoll

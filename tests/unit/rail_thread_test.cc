@@ -427,6 +427,38 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// ---- the end of a call between nodes (rail_barrier) --------------------------------------
+
+// No rank leaves before every rank has entered (rank r enters r x 20 ms late), on 1 to 5
+// ranks, twice in a row with call numbers of their own; a rank whose peer never comes
+// times out instead of hanging.
+TEST(RailBarrier, NoRankLeavesBeforeAllEntered) {
+  using Clock = std::chrono::steady_clock;
+  for (int n = 1; n <= 5; ++n) {
+    std::vector<Clock::time_point> entered(n), left(n);
+    const auto st = run_ranks(n, [&](int r, net::Channel *ch) {
+      for (std::uint32_t call = 7; call < 9; ++call) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20 * r));
+        entered[r] = Clock::now();
+        Rail rail = make_rail(ch, call);
+        const Status s = rail_barrier(rail);
+        left[r] = Clock::now();
+        if (!ok(s)) return s;
+      }
+      return Status::Ok;
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(st[r], Status::Ok) << "n " << n << ": " << statuses(st);
+    const auto last = *std::max_element(entered.begin(), entered.end());
+    for (int r = 0; r < n; ++r) EXPECT_GE(left[r], last) << "n " << n << ", rank " << r;
+  }
+  const auto st = run_ranks(2, [&](int r, net::Channel *ch) {
+    if (r == 1) return Status::Ok;  // never comes
+    Rail rail = make_rail(ch, 1, 0.3);
+    return rail_barrier(rail);
+  });
+  EXPECT_EQ(st[0], Status::ErrTransport);
+}
+
 TEST(InProc, ReceiveThatNeverMatchesTimesOut) {
   net::InProc net(2);
   std::int32_t v = 7;

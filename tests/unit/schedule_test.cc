@@ -901,7 +901,7 @@ TEST(Tune, BusyCandidatesBySizeAndSettings) {
   ASSERT_TRUE(ok(parse_tune("allreduce:128K-1M:@ring", &user, &err))) << err;
   ASSERT_EQ(user.size(), 1u);
   EXPECT_FALSE(host_busy_candidate(user, a, 256 << 10, false));
-  a.coll = Coll::Reduce_scatter_block;  // the rule is allreduce's
+  a.coll = Coll::Reduce;  // the rule is allreduce's
   EXPECT_TRUE(host_busy_candidate(user, a, 256 << 10, false));
   // The scatter-reductions at any size (their engine lost on shared cores everywhere it
   // runs); the others from the setting's size; none where the setting is 0.
