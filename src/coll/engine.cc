@@ -537,6 +537,8 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   CallContext ctx{t, space, channel, work, chunk_bytes, timeout_s, seq, call_steps};
   st = algo->run(ctx, call);
   if (ok(st)) st = space->finish();
+  // The call's bytes between nodes (stats): its data, without the closing barrier's bytes.
+  const std::uint64_t inter1 = call_host_rail ? call_host_rail->bytes_sent() : 0;
   // A rank whose receives completed may still owe its senders the acknowledgement of a
   // rendezvous, which only its own progress sends. Leave only when every rail peer is
   // done: then nobody waits for us. Small messages go eagerly and owe nothing. (The
@@ -562,7 +564,7 @@ Status Engine::run(const CollArgs &a, int gpu, EngineRecord *rec) {
   rec->algo = algorithm_index(algo);
   rec->inter_steps = call_steps;
   rec->intra = space->bytes_published - intra0;
-  rec->inter = (call_host_rail ? call_host_rail->bytes_sent() : 0) - inter0;
+  rec->inter = inter1 - inter0;
   GCOLL_TRACE("%s on communicator #%llu: @%s, %s memory, %zu bytes, intra %llu, inter %llu", coll_name(a.coll),
               static_cast<unsigned long long>(id), algo->name, a.mem == MemKind::Device ? "device" : "host",
               a.bytes(), static_cast<unsigned long long>(rec->intra), static_cast<unsigned long long>(rec->inter));
