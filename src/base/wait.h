@@ -100,9 +100,9 @@ bool wait_probe_machine_loaded();
 // gcoll's own waits do not yield either, wait.cc), or of a poke that itself came back
 // after kSlowYieldUs or more (the MPI's yield, which gcoll's own do not time), a wait pokes
 // the MPI only once every kSharedProgressUs: the progress a peer inside the MPI needs still
-// comes, a little later. (Issue 32 item 2: two CPU-bound loops on the 2-core VM, 4 ranks in 2 x 2 virtual
-// nodes, reduce_scatter_block 256 KiB on the engine: 10.6 ms per call with a poke at
-// every pause, 5.4 ms with none; Open MPI's own call 6.5 ms.)
+// comes, a little later. (Issue 32 item 2: two CPU-bound loops on the 2-core VM, 4 ranks
+// in 2 x 2 virtual nodes, reduce_scatter_block 256 KiB on the engine: 10.6 ms per call
+// with a poke at every pause, 5.4 ms with none; Open MPI's own call 6.5 ms.)
 using WaitProgressHook = void (*)();
 void wait_set_progress_hook(WaitProgressHook h);
 namespace detail {
@@ -118,11 +118,6 @@ class WaitCallScope {
   WaitCallScope(const WaitCallScope &) = delete;
   WaitCallScope &operator=(const WaitCallScope &) = delete;
 };
-inline void wait_progress_mpi() {
-  if (detail::tl_wait_in_call <= 0) return;
-  const WaitProgressHook h = detail::g_wait_progress_hook.load(std::memory_order_relaxed);
-  if (h) h();
-}
 namespace detail {
 // Records a slow yield now, as WaitPolicy does when one of its yields comes back late
 // (tests: the shared-cores window without a CPU-bound thread on the test's CPU).
@@ -156,7 +151,6 @@ class WaitPolicy {
   }
   // Pokes of the MPI's progress this wait made (tests).
   std::uint64_t mpi_pokes() const { return pokes_; }
-
 
   std::uint64_t polls() const { return polls_; }
   // Sleeps taken so far in this wait (tests, stats).
