@@ -183,6 +183,20 @@ static void process(const char *phase) {
   sched_getaffinity(0, sizeof cpus, &cpus);
   fprintf(g_out, "%s cpus allowed %d, scheduler %d, nice %d\n", phase, CPU_COUNT(&cpus), sched_getscheduler(0),
           getpriority(PRIO_PROCESS, 0));
+  /* The thread's time slice (EEVDF, Linux 6.12+: sched_getattr's sched_runtime; gcoll
+   * shortens it inside calls on shared cores, GCOLL_WAIT_SLICE, and must give it back). */
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+  } attr;
+  memset(&attr, 0, sizeof attr);
+  if (syscall(SYS_sched_getattr, 0, &attr, (unsigned)sizeof attr, 0u) != 0) attr.runtime = 0;
+  fprintf(g_out, "%s slice %llu ns, sched flags %llu\n", phase, (unsigned long long)attr.runtime,
+          (unsigned long long)attr.flags);
   int mode = -1;
   unsigned long nodemask[16] = {0};
   if (syscall(SYS_get_mempolicy, &mode, nodemask, 16 * 8 * sizeof(unsigned long), NULL, 0UL) != 0) mode = -1;

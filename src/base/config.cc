@@ -1,5 +1,7 @@
 #include "base/config.h"
 
+#include "base/wait.h"
+
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -234,6 +236,13 @@ const std::vector<SettingDef> kSettings = {
      "ranks that merely outnumber the cores do not count); yes = always (a batch system that packs jobs onto "
      "shared cores); no = never (dedicated cores).",
      [](Config &c, const Value &v) { c.shared_cores = static_cast<int>(v.choice); }},
+    {"GCOLL_WAIT_SLICE", SettingType::Int, "100", "0:100000",
+     "Microseconds. On shared cores (GCOLL_SHARED_CORES), a rank that has to wait inside an engine call, or "
+     "whose call gcoll hands to the MPI, asks the kernel for this time slice for its thread until the call "
+     "returns (sched_setattr's sched_runtime; Linux 6.12 and later: a woken thread whose slice is shorter than "
+     "the running one's takes the core at once instead of after that thread's slice), then gives the thread its "
+     "own slice back. 0 = never; the kernel keeps it within 100-100000.",
+     [](Config &c, const Value &v) { c.wait_slice_us = static_cast<int>(v.i); }},
     {"GCOLL_TOPO_FILE", SettingType::String, "", nullptr,
      "A node topology file in NCCL's XML dialect (what NCCL_TOPO_FILE takes and NCCL_TOPO_DUMP_FILE writes; "
      "clouds ship them for their VMs): its GPUs (by PCI bus id), NVLinks, PCI tree, NUMA nodes and NICs "
@@ -473,7 +482,13 @@ EnvList process_environment() {
 }
 
 const ParsedConfig &process_config() {
-  static const ParsedConfig pc = parse_config(process_environment());
+  static const ParsedConfig pc = [] {
+    ParsedConfig p = parse_config(process_environment());
+    // GCOLL_SHARED_CORES=yes: the calls given to the MPI get the short slice from the first
+    // (base/wait.h: MpiSliceScope), not only once some wait has asked.
+    if (p.config.shared_cores == 1) detail::g_slice_hint.store(true, std::memory_order_relaxed);
+    return p;
+  }();
   return pc;
 }
 

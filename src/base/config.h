@@ -48,6 +48,7 @@ struct Config {
   int agree_interval = 1024;         // GCOLL_MEMORY_AGREE_INTERVAL: most calls between memory-kind agreements
   WaitMode wait_mode = WaitMode::Auto;              // GCOLL_WAIT (src/base/wait.h)
   int shared_cores = 0;                             // GCOLL_SHARED_CORES: 0 auto, 1 yes, 2 no (wait.h)
+  int wait_slice_us = 100;                          // GCOLL_WAIT_SLICE: thread's time slice in shared-core waits (wait.h)
   std::string topo_file;             // GCOLL_TOPO_FILE: NCCL topology XML that overrides detection (src/topo)
   std::string topo_dump_file;        // GCOLL_TOPO_DUMP_FILE: where the detected node topology is written
   P2pLevel p2p_level = P2pLevel::Pxb;  // GCOLL_P2P_LEVEL

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <mutex>
 
 #include "base/config.h"
+#include "base/hot.h"
 
 namespace gcoll {
 
@@ -162,7 +164,9 @@ bool wait_oversubscribed() {
 
 bool wait_machine_loaded() {
   switch (config().shared_cores) {
-    case 1: return true;   // GCOLL_SHARED_CORES=yes
+    case 1:  // GCOLL_SHARED_CORES=yes
+      detail::g_slice_hint.store(true, std::memory_order_relaxed);
+      return true;
     case 2: return false;  // no
     default: break;
   }
@@ -179,6 +183,7 @@ bool wait_probe_machine_loaded() {
     const std::int64_t t1 = now_ns();
     if (t1 - t0 >= static_cast<std::int64_t>(WaitPolicy::kSlowYieldUs) * 1000) {
       g_slow_yield_ns.store(t1, std::memory_order_relaxed);
+      detail::g_slice_hint.store(true, std::memory_order_relaxed);
       return true;
     }
   }
@@ -225,11 +230,102 @@ WaitFacts wait_facts() {
 namespace detail {
 std::atomic<WaitProgressHook> g_wait_progress_hook{nullptr};
 __thread int tl_wait_in_call __attribute__((tls_model("initial-exec"))) = 0;
+__thread bool tl_slice_short __attribute__((tls_model("initial-exec"))) = false;
+GCOLL_HOT_DATA std::atomic<bool> g_slice_hint{false};
 }  // namespace detail
+
+// The thread's time slice (wait.h). The kernel's struct sched_attr (uapi linux/sched/types.h,
+// SCHED_ATTR_SIZE_VER1), spelt here: glibc 2.36 declares neither it nor the calls.
+namespace {
+struct KernelSchedAttr {
+  std::uint32_t size;
+  std::uint32_t sched_policy;
+  std::uint64_t sched_flags;
+  std::int32_t sched_nice;
+  std::uint32_t sched_priority;
+  std::uint64_t sched_runtime;
+  std::uint64_t sched_deadline;
+  std::uint64_t sched_period;
+  std::uint32_t sched_util_min;
+  std::uint32_t sched_util_max;
+};
+constexpr std::uint64_t kSchedFlagResetOnFork = 0x01;
+// Set once the kernel refused (or the thread's policy is not ours to touch everywhere).
+std::atomic<bool> g_slice_off{false};
+// What the thread had before wait_shorten_slice (restored by wait_restore_slice).
+__thread std::uint64_t tl_saved_slice_ns __attribute__((tls_model("initial-exec"))) = 0;
+
+bool get_sched_attr(KernelSchedAttr *a) {
+  std::memset(a, 0, sizeof *a);
+  return syscall(SYS_sched_getattr, 0, a, static_cast<unsigned>(sizeof *a), 0u) == 0;
+}
+
+bool set_slice(const KernelSchedAttr &cur, std::uint64_t runtime_ns) {
+  KernelSchedAttr a{};
+  a.size = sizeof a;
+  a.sched_policy = cur.sched_policy;
+  a.sched_flags = cur.sched_flags & kSchedFlagResetOnFork;  // util clamps untouched (no flag for them)
+  a.sched_nice = cur.sched_nice;
+  a.sched_runtime = runtime_ns;
+  return syscall(SYS_sched_setattr, 0, &a, 0u) == 0;
+}
+
+// Whether `ns` is the slice the kernel gives a thread that asked for none: its base slice
+// (0.7 ms since Linux 6.16, 0.75 ms before) times 1 + log2 of the CPUs (at most 8), the
+// kernel's default scaling. sched_getattr reports the slice either way; a thread that asked
+// for none gets none back (sched_runtime 0), one that asked gets its value again.
+bool default_slice(std::uint64_t ns) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned cpus = n > 0 ? static_cast<unsigned>(std::min(n, 8L)) : 1u;
+  unsigned factor = 1;
+  while (cpus > 1) {
+    cpus >>= 1;
+    ++factor;
+  }
+  return ns == 700000ull * factor || ns == 750000ull * factor;
+}
+}  // namespace
+
+std::uint64_t detail::wait_thread_slice_ns() {
+  KernelSchedAttr a;
+  return get_sched_attr(&a) ? a.sched_runtime : 0;
+}
+
+bool detail::wait_shorten_slice() {
+  const int us = config().wait_slice_us;
+  if (us <= 0 || tl_slice_short || g_slice_off.load(std::memory_order_relaxed)) return false;
+  KernelSchedAttr cur;
+  if (!get_sched_attr(&cur)) {
+    g_slice_off.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  const std::uint64_t want = static_cast<std::uint64_t>(us) * 1000;
+  // SCHED_OTHER only (SCHED_BATCH never preempts on wakeup; real-time and deadline threads
+  // are the application's business), and only a shorter slice than the thread's.
+  if (cur.sched_policy != SCHED_OTHER || cur.sched_runtime == 0 || cur.sched_runtime <= want) return false;
+  if (!set_slice(cur, want)) {
+    g_slice_off.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  tl_saved_slice_ns = default_slice(cur.sched_runtime) ? 0 : cur.sched_runtime;
+  tl_slice_short = true;
+  return true;
+}
+
+void detail::wait_restore_slice() {
+  tl_slice_short = false;
+  KernelSchedAttr cur;
+  // The policy and nice value as they are now (nothing in a call changes them), the slice
+  // as it was.
+  if (get_sched_attr(&cur)) set_slice(cur, tl_saved_slice_ns);
+}
 
 void wait_set_progress_hook(WaitProgressHook h) { detail::g_wait_progress_hook.store(h, std::memory_order_relaxed); }
 
-void detail::wait_note_slow_yield() { g_slow_yield_ns.store(now_ns(), std::memory_order_relaxed); }
+void detail::wait_note_slow_yield() {
+  g_slow_yield_ns.store(now_ns(), std::memory_order_relaxed);
+  g_slice_hint.store(true, std::memory_order_relaxed);
+}
 
 bool WaitPolicy::mpi_turn() {
   const std::int64_t last = std::max(g_slow_yield_ns.load(std::memory_order_relaxed),
@@ -272,6 +368,7 @@ void WaitPolicy::slow_pause() {
       const std::int64_t t1 = now_ns();
       if (t1 - t0 < static_cast<std::int64_t>(kSlowYieldUs) * 1000) return;
       g_slow_yield_ns.store(t1, std::memory_order_relaxed);
+      detail::g_slice_hint.store(true, std::memory_order_relaxed);
     }
     polls_ = kSpinPolls + kYieldPolls + 1;  // to the sleeps
   }
@@ -290,6 +387,9 @@ void WaitPolicy::slow_pause() {
     cap_us_ = kLateSleepUs;
   }
   if (sleep_us_ == 0) sleep_us_ = kSleepMinUs < cap_us_ ? kSleepMinUs : cap_us_;
+  // A sleep inside an engine call on shared cores: the thread's slice shortened until the
+  // call returns (wait.h), so that it takes its core back when it wakes.
+  if (detail::tl_wait_in_call > 0 && !detail::tl_slice_short && wait_machine_loaded()) detail::wait_shorten_slice();
   sleep_us(sleep_us_);
   ++sleeps_;
   if (sleep_us_ < cap_us_) sleep_us_ = sleep_us_ * 2 > cap_us_ ? cap_us_ : sleep_us_ * 2;

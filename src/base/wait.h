@@ -28,6 +28,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 
@@ -105,23 +106,73 @@ bool wait_probe_machine_loaded();
 // with a poke at every pause, 5.4 ms with none; Open MPI's own call 6.5 ms.)
 using WaitProgressHook = void (*)();
 void wait_set_progress_hook(WaitProgressHook h);
+//
+// The thread's time slice (GCOLL_WAIT_SLICE): on shared cores a rank woken from a wait
+// (its peer has arrived) queued behind another process's CPU-bound thread until that
+// thread's slice ended, about 1 ms on average with EEVDF (`perf sched latency`, the 2-core
+// VM, two pinned loops, reduce_scatter_block 16 MiB on the engine). Linux 6.12 and later
+// let a thread ask for a shorter slice (sched_setattr's sched_runtime) and let a woken
+// thread with a shorter slice than the running one's take the core at once. So the first
+// wait of an engine call that sleeps while wait_machine_loaded() asks for
+// GCOLL_WAIT_SLICE microseconds for the calling thread, and the call's scope gives the
+// thread its own slice back when it ends: nothing of it outlives the call. Only for a
+// SCHED_OTHER thread whose slice is longer; never again in the process once the kernel
+// refuses (no such system call, a seccomp filter, an older kernel ignoring it is harmless).
 namespace detail {
 extern std::atomic<WaitProgressHook> g_wait_progress_hook;
 extern __thread int tl_wait_in_call __attribute__((tls_model("initial-exec")));
+// Whether this thread's slice is the one wait_shorten_slice() set (to be given back).
+extern __thread bool tl_slice_short __attribute__((tls_model("initial-exec")));
+// Shortens it if GCOLL_WAIT_SLICE allows and it is not short already: true if it did now.
+bool wait_shorten_slice();  // wait.cc
+void wait_restore_slice();  // wait.cc
+// Set once a slow yield was seen (or GCOLL_SHARED_CORES=yes was read), never cleared: the
+// calls gcoll gives to the MPI look at wait_machine_loaded() only from then on (MpiSliceScope).
+extern std::atomic<bool> g_slice_hint;
 }  // namespace detail
 // Marks the calling thread as inside an intercepted MPI call's engine run (coll/team.cc:
 // Team::run_engine; not on the passthrough path, which waits for nothing of gcoll's).
 class WaitCallScope {
  public:
   WaitCallScope() { ++detail::tl_wait_in_call; }
-  ~WaitCallScope() { --detail::tl_wait_in_call; }
+  ~WaitCallScope() {
+    if (--detail::tl_wait_in_call == 0 && detail::tl_slice_short) detail::wait_restore_slice();
+  }
   WaitCallScope(const WaitCallScope &) = delete;
   WaitCallScope &operator=(const WaitCallScope &) = delete;
 };
+// The MPI's own call, where gcoll hands a call to it (coll/team_call.h: team_to_mpi), on
+// shared cores: the MPI waits inside it too (Open MPI: polling and yielding), and its
+// thread queued behind another process's as gcoll's did, so the call gets the short slice
+// as well, given back when it returns (with the MPI's errno). Costs nothing on a machine
+// where no slow yield was ever seen (one load); four system calls per call where the
+// cores are shared (a call there takes milliseconds).
+class MpiSliceScope {
+ public:
+  MpiSliceScope() {
+    if (__builtin_expect(detail::g_slice_hint.load(std::memory_order_relaxed), 0) && wait_machine_loaded())
+      mine_ = detail::wait_shorten_slice();
+  }
+  ~MpiSliceScope() {
+    if (!mine_) return;
+    const int e = errno;
+    detail::wait_restore_slice();
+    errno = e;
+  }
+  MpiSliceScope(const MpiSliceScope &) = delete;
+  MpiSliceScope &operator=(const MpiSliceScope &) = delete;
+
+ private:
+  bool mine_ = false;
+};
+
 namespace detail {
 // Records a slow yield now, as WaitPolicy does when one of its yields comes back late
 // (tests: the shared-cores window without a CPU-bound thread on the test's CPU).
 void wait_note_slow_yield();
+// The calling thread's time slice in ns as the kernel reports it (sched_getattr's
+// sched_runtime: EEVDF's slice of a SCHED_OTHER thread), 0 where it cannot be read (tests).
+std::uint64_t wait_thread_slice_ns();
 }  // namespace detail
 
 class WaitPolicy {

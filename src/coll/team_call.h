@@ -15,6 +15,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "base/stats.h"
+#include "base/wait.h"
 #include "coll/decide.h"
 #include "coll/deviate.h"
 #include "coll/engine.h"
@@ -40,8 +41,12 @@ inline constexpr EngineDeclines engine_declines{};
 // The MPI's call on host buffers, decided before anything is classified or agreed.
 template <class Mpi, class Bytes>
 inline int team_to_mpi(Coll coll, const char *func, int app_errno, Mpi &mpi, Bytes &bytes) {
-  errno = app_errno;
-  const int rc = mpi();
+  int rc;
+  {
+    MpiSliceScope slice;  // shared cores only (base/wait.h)
+    errno = app_errno;
+    rc = mpi();
+  }
   if (rc != MPI_SUCCESS) {
     process_stats().record(coll, Path::Error, 0);
     return rc;
@@ -230,6 +235,7 @@ int team_call_past_mpi(Team *cs, Coll coll, const char *func, Buffers bufs, int 
     }
     rc = r.mpi_rc;
   } else {
+    MpiSliceScope slice;
     errno = app_errno;
     rc = mpi();
   }

@@ -217,6 +217,39 @@ TEST(Wait, SlowPokeRationsTheNextOnes) {
   wait_set_progress_hook(nullptr);
 }
 
+// On shared cores a wait that sleeps inside an engine call shortens the thread's time slice
+// (GCOLL_WAIT_SLICE, wait.h) so that it takes its core back when it wakes, and the call's
+// scope gives the thread its own slice back: nothing outlives the call. Outside a call
+// (a helper thread's wait) the slice is never touched.
+TEST(Wait, SliceShortInCallAndGivenBack) {
+  if (config().shared_cores == 2) GTEST_SKIP() << "GCOLL_SHARED_CORES=no";
+  const int us = config().wait_slice_us;
+  const std::uint64_t before = detail::wait_thread_slice_ns();
+  if (us <= 0 || before == 0 || before <= static_cast<std::uint64_t>(us) * 1000)
+    GTEST_SKIP() << "no slice to shorten (kernel before 6.12, or GCOLL_WAIT_SLICE)";
+  {
+    detail::wait_note_slow_yield();  // the cores are shared (wait_machine_loaded)
+    WaitPolicy w(WaitMode::Sleep);
+    for (std::uint64_t i = 0; i < WaitPolicy::kSpinPolls + 2; ++i) w.pause();
+    EXPECT_GE(w.sleeps(), 1u);
+    EXPECT_EQ(detail::wait_thread_slice_ns(), before);  // not in a call
+  }
+  {
+    WaitCallScope in_call;
+    {
+      WaitCallScope nested;
+      detail::wait_note_slow_yield();
+      WaitPolicy w(WaitMode::Sleep);
+      for (std::uint64_t i = 0; i < WaitPolicy::kSpinPolls + 2; ++i) w.pause();
+      EXPECT_GE(w.sleeps(), 1u);
+      EXPECT_EQ(detail::wait_thread_slice_ns(), static_cast<std::uint64_t>(us) * 1000);
+    }
+    // Still inside the outer call: kept until it ends.
+    EXPECT_EQ(detail::wait_thread_slice_ns(), static_cast<std::uint64_t>(us) * 1000);
+  }
+  EXPECT_EQ(detail::wait_thread_slice_ns(), before);
+}
+
 TEST(Wait, AutoSleepsInLongWaits) {
   // Whether or not this machine is oversubscribed now, a wait that lasts sleeps (at the
   // latest 1 ms after its yields, which may themselves take long on a loaded machine).
