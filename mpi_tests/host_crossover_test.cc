@@ -112,12 +112,11 @@ std::uint64_t busy_mpi() {
 bool expect_mpi(const char *coll, std::uint64_t bytes) {
   const std::uint64_t busy = busy_mpi();
   // Where some rank's cores are shared: from GCOLL_HOST_BUSY_MPI's size, and reduce,
-  // reduce_scatter and reduce_scatter_block at any size, but reduce_scatter_block's blocks
-  // of 64 KiB and more stay on the engine (coll/tune.h: host_busy_candidate).
+  // reduce_scatter and reduce_scatter_block at any size below 64 KiB (their selection's
+  // bytes); from 64 KiB those three stay on the engine (coll/tune.h: host_busy_candidate).
   const std::string c = coll;
   const bool scatter = c == "reduce" || c == "reduce_scatter" || c == "reduce_scatter_block";
-  if (busy != UINT64_MAX && !(c == "reduce_scatter_block" && bytes >= (64u << 10)) && (bytes >= busy || scatter))
-    return true;
+  if (busy != UINT64_MAX && !(scatter && bytes >= (64u << 10)) && (bytes >= busy || scatter)) return true;
   for (const auto &r : mpi_rules())
     if (r.coll == coll && bytes >= r.lo && bytes < r.hi) return true;
   return false;
@@ -225,27 +224,65 @@ TEST(HostCrossover, ReductionsTakeThePathOfTheirSize) {
   EXPECT_ALL_RANKS(ok);
 }
 
-// A shared-cores run: reduce_scatter_block's blocks of 1 MiB (64 KiB and more) stay on the engine (its engine
-// beats the MPI there on shared cores: coll/tune.h, host_busy_candidate), on every rank.
-TEST(HostCrossover, LargeReduceScatterBlockStaysOnTheEngineWhenBusy) {
+// A shared-cores run: the scatter-reductions of 64 KiB and more (their selection's bytes) at
+// sizes the crossovers give the engine stay on it (it beats the MPI there on shared cores:
+// coll/tune.h, host_busy_candidate), on every rank: reduce_scatter_block's blocks of 1 MiB,
+// reduce of 512 KiB, reduce_scatter of 128 KiB in all.
+TEST(HostCrossover, LargeScatterReductionsStayOnTheEngineWhenBusy) {
   if (busy_mpi() == UINT64_MAX) GTEST_SKIP() << "not a shared-cores run";
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   set_up_engine_if_busy();
-  const std::uint64_t bytes = 1u << 20;
-  const size_t count = bytes / sizeof(float);
-  std::vector<float> in(count * static_cast<size_t>(n));
-  for (size_t i = 0; i < in.size(); ++i) in[i] = value_of(rank, i);
-  std::vector<float> out(count, -1.f), want(count, -1.f);
-  bool ok = run_checked(
-      "reduce_scatter_block", bytes,
-      [&] { return MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                                            MPI_COMM_WORLD); },
-      [&] { PMPI_Reduce_scatter_block(in.data(), want.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                                      MPI_COMM_WORLD); });
-  ok = (out == want || (report("reduce_scatter_block %llu: differs", static_cast<unsigned long long>(bytes)), false)) &&
-       ok;
+  bool ok = true;
+  {
+    const std::uint64_t bytes = 1u << 20;
+    const size_t count = bytes / sizeof(float);
+    std::vector<float> in(count * static_cast<size_t>(n));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = value_of(rank, i);
+    std::vector<float> out(count, -1.f), want(count, -1.f);
+    ok = run_checked(
+             "reduce_scatter_block", bytes,
+             [&] { return MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                                   MPI_COMM_WORLD); },
+             [&] { PMPI_Reduce_scatter_block(in.data(), want.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                                             MPI_COMM_WORLD); }) &&
+         ok;
+    ok = (out == want || (report("reduce_scatter_block %llu: differs", static_cast<unsigned long long>(bytes)), false)) &&
+         ok;
+  }
+  {
+    const std::uint64_t bytes = 512u << 10;
+    const size_t count = bytes / sizeof(float);
+    std::vector<float> in(count);
+    for (size_t i = 0; i < count; ++i) in[i] = value_of(rank, i);
+    std::vector<float> out(count, -1.f), want(count, -1.f);
+    ok = run_checked(
+             "reduce", bytes,
+             [&] { return MPI_Reduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, 0,
+                                     MPI_COMM_WORLD); },
+             [&] { PMPI_Reduce(in.data(), want.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, 0,
+                               MPI_COMM_WORLD); }) &&
+         ok;
+    ok = (rank != 0 || out == want || (report("reduce %llu: differs", static_cast<unsigned long long>(bytes)), false)) &&
+         ok;
+  }
+  {
+    const std::uint64_t bytes = 128u << 10;  // in all: n blocks, the last one larger
+    const size_t total = bytes / sizeof(float);
+    std::vector<int> counts(static_cast<size_t>(n), static_cast<int>(total / static_cast<size_t>(n)));
+    counts.back() += static_cast<int>(total % static_cast<size_t>(n));
+    std::vector<float> in(total);
+    for (size_t i = 0; i < total; ++i) in[i] = value_of(rank, i);
+    const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(rank)]);
+    std::vector<float> out(mine, -1.f), want(mine, -1.f);
+    ok = run_checked(
+             "reduce_scatter", bytes,
+             [&] { return MPI_Reduce_scatter(in.data(), out.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
+             [&] { PMPI_Reduce_scatter(in.data(), want.data(), counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }) &&
+         ok;
+    ok = (out == want || (report("reduce_scatter %llu: differs", static_cast<unsigned long long>(bytes)), false)) && ok;
+  }
   EXPECT_ALL_RANKS(ok);
 }
 

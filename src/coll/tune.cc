@@ -296,14 +296,16 @@ bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, s
   // The scatter-reductions' engine (@hier: the node's reduce-scatter through the banks, then
   // the rail) lost to the MPI at every size it runs on shared cores (0.67-0.87x, 26f8d88,
   // docs/host-engine-vs-mpi.md), where allreduce and allgatherv won below 256K (1.9-3.8x):
-  // these three are candidates at any size.
-  // Since the waits ration the MPI's progress pokes on shared cores (base/wait.h, 4a02909,
-  // 9a612da) and large calls end with the rail's own barrier (engine.cc), reduce_scatter_block's
-  // engine beats the MPI there from blocks of kBusyEngineRsbBlock, the smallest the
-  // built-in crossovers give it (4 ranks in 2 x 2 virtual nodes: 1.08-1.74x at 64 KiB -
-  // 4 MiB blocks, three sweeps): those stay on the engine.
-  if (a.coll == Coll::Reduce_scatter_block && b >= kBusyEngineRsbBlock) return false;
+  // these three were candidates at any size. Since the waits ration the MPI's progress
+  // pokes there (base/wait.h, 4a02909, 9a612da), large calls end with the rail's own barrier
+  // (engine.cc) and the engine's waits and the MPI's calls run with a short time slice
+  // (GCOLL_WAIT_SLICE), their engine beats the busy MPI at the sizes the built-in crossovers
+  // give it (4 ranks in 2 x 2 virtual nodes: reduce_scatter_block 1.78-2.76x from 64 KiB
+  // blocks, reduce 512 KiB 1.33x, reduce_scatter 128 KiB 1.73x and 16 MiB 1.28x): from
+  // kBusyEngineScatterBytes they stay on the engine; below it (not measured since) they
+  // remain candidates at any size.
   const bool scatter = a.coll == Coll::Reduce || a.coll == Coll::Reduce_scatter || a.coll == Coll::Reduce_scatter_block;
+  if (scatter && b >= kBusyEngineScatterBytes) return false;
   if (!scatter && b < min_bytes) return false;
   for (const auto &r : user)
     if (r.coll == a.coll && b >= r.lo && b < r.hi) return false;

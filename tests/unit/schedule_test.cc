@@ -901,10 +901,10 @@ TEST(Tune, BusyCandidatesBySizeAndSettings) {
   ASSERT_TRUE(ok(parse_tune("allreduce:128K-1M:@ring", &user, &err))) << err;
   ASSERT_EQ(user.size(), 1u);
   EXPECT_FALSE(host_busy_candidate(user, a, 256 << 10, false));
-  a.coll = Coll::Reduce;  // the rule is allreduce's
+  a.coll = Coll::Bcast;  // the rule is allreduce's
   EXPECT_TRUE(host_busy_candidate(user, a, 256 << 10, false));
-  // The scatter-reductions at any size (their engine lost on shared cores everywhere it
-  // runs); the others from the setting's size; none where the setting is 0.
+  // The scatter-reductions at any size below 64 KiB (their engine lost on shared cores
+  // there); the others from the setting's size; none where the setting is 0.
   a.count = 1024;  // 4K
   for (Coll c : {Coll::Reduce, Coll::Reduce_scatter, Coll::Reduce_scatter_block}) {
     a.coll = c;
@@ -916,16 +916,20 @@ TEST(Tune, BusyCandidatesBySizeAndSettings) {
     a.coll = c;
     EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false)) << coll_name(c);
   }
-  // ... but reduce_scatter_block's blocks of 1 MiB and more stay on the engine (it beats the
-  // MPI there on shared cores since the waits ration the MPI's progress pokes).
-  a.coll = Coll::Reduce_scatter_block;
-  a.count = (kBusyEngineRsbBlock / 4) - 1;
-  EXPECT_TRUE(host_busy_candidate({}, a, 256 << 10, false));
-  a.count = kBusyEngineRsbBlock / 4;
-  EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false));
-  EXPECT_FALSE(host_busy_candidate({}, a, 16 << 10, false));
-  a.coll = Coll::Reduce_scatter;
-  EXPECT_TRUE(host_busy_candidate({}, a, 256 << 10, false));
+  // ... but from 64 KiB (the selection's bytes: reduce's message, reduce_scatter's total,
+  // reduce_scatter_block's block) the scatter-reductions stay on the engine (it beats the
+  // MPI there on shared cores since the waits ration the MPI's progress pokes and run with
+  // a short time slice).
+  for (Coll c : {Coll::Reduce, Coll::Reduce_scatter, Coll::Reduce_scatter_block}) {
+    a.coll = c;
+    a.count = (kBusyEngineScatterBytes / 4) - 1;
+    EXPECT_TRUE(host_busy_candidate({}, a, 256 << 10, false)) << coll_name(c);
+    a.count = kBusyEngineScatterBytes / 4;
+    EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false)) << coll_name(c);
+    EXPECT_FALSE(host_busy_candidate({}, a, 16 << 10, false)) << coll_name(c);
+    a.count = 4u << 20;
+    EXPECT_FALSE(host_busy_candidate({}, a, 256 << 10, false)) << coll_name(c);
+  }
   a.count = 65536;
   a.coll = Coll::Allreduce;
   a.compress = Compress::Bf16;
