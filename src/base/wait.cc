@@ -98,6 +98,13 @@ bool static_oversubscribed() {
   return f.mpi_yield || g_node_oversubscribed.load(std::memory_order_relaxed);
 }
 
+// A yield that came back late (wait.h): the cores are shared from now (wait_machine_loaded),
+// and the calls handed to the MPI look at that from now on (MpiSliceScope).
+void note_slow_yield(std::int64_t t) {
+  g_slow_yield_ns.store(t, std::memory_order_relaxed);
+  detail::g_slice_hint.store(true, std::memory_order_relaxed);
+}
+
 void sleep_us(int us) {
   timespec ts{0, static_cast<long>(us) * 1000};
   nanosleep(&ts, nullptr);
@@ -164,9 +171,7 @@ bool wait_oversubscribed() {
 
 bool wait_machine_loaded() {
   switch (config().shared_cores) {
-    case 1:  // GCOLL_SHARED_CORES=yes
-      detail::g_slice_hint.store(true, std::memory_order_relaxed);
-      return true;
+    case 1: return true;   // GCOLL_SHARED_CORES=yes (process_config() set the hint)
     case 2: return false;  // no
     default: break;
   }
@@ -182,8 +187,7 @@ bool wait_probe_machine_loaded() {
     sched_yield();
     const std::int64_t t1 = now_ns();
     if (t1 - t0 >= static_cast<std::int64_t>(WaitPolicy::kSlowYieldUs) * 1000) {
-      g_slow_yield_ns.store(t1, std::memory_order_relaxed);
-      detail::g_slice_hint.store(true, std::memory_order_relaxed);
+      note_slow_yield(t1);
       return true;
     }
   }
@@ -323,8 +327,7 @@ void detail::wait_restore_slice() {
 void wait_set_progress_hook(WaitProgressHook h) { detail::g_wait_progress_hook.store(h, std::memory_order_relaxed); }
 
 void detail::wait_note_slow_yield() {
-  g_slow_yield_ns.store(now_ns(), std::memory_order_relaxed);
-  g_slice_hint.store(true, std::memory_order_relaxed);
+  note_slow_yield(now_ns());
 }
 
 bool WaitPolicy::mpi_turn() {
@@ -367,8 +370,7 @@ void WaitPolicy::slow_pause() {
       sched_yield();
       const std::int64_t t1 = now_ns();
       if (t1 - t0 < static_cast<std::int64_t>(kSlowYieldUs) * 1000) return;
-      g_slow_yield_ns.store(t1, std::memory_order_relaxed);
-      detail::g_slice_hint.store(true, std::memory_order_relaxed);
+      note_slow_yield(t1);
     }
     polls_ = kSpinPolls + kYieldPolls + 1;  // to the sleeps
   }
