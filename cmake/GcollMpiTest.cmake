@@ -24,6 +24,7 @@
 #   in-process watchdog so a hang fails with a message instead of a kill.
 # - LAUNCHER runs the whole mpirun command line as its last arguments (e.g. a script
 #   that checks the output after mpirun returns).
+# Each test's mpirun has a session directory of its own (gcoll_mpi_tests_own_tmpdir below).
 function(gcoll_add_mpi_test)
   cmake_parse_arguments(T "PRELOAD" "NAME;NP;TIMEOUT" "COMMAND;ENV;LABELS;LAUNCHER" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -55,6 +56,39 @@ function(gcoll_add_mpi_test)
     PROCESSORS ${procs}
     LABELS "mpi;${T_LABELS}"
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;MPIR_CVAR_CH4_PROGRESS_THROTTLE=0;GCOLL_HOST_TUNE=off")
+  gcoll_mpi_tests_own_tmpdir()
+endfunction()
+
+# gcoll_mpi_tests_own_tmpdir(): at the end of the calling directory's CMakeLists.txt, every
+# test registered there gets OMPI_MCA_orte_tmpdir_base=<a directory of its own>. Open MPI
+# 4.1's mpirun makes its session directory under <base>/ompi.<host>.<uid>/, and the last job
+# to finish removes that shared directory when it is empty: a job starting at that moment
+# failed its mkdir ("orte_session_dir failed", before any of its ranks ran) in a CI run of
+# 2026-11-29, where ctest runs 3 jobs at a time. One base per test: no shared directory.
+# Called by gcoll_add_mpi_test; a directory whose tests run mpirun from scripts calls it
+# itself. Idempotent; other MPIs ignore the variable. The base is under the build
+# directory, or under /tmp where the build directory's path is long (PMIx's socket, in the
+# session directory, must fit sun_path's 108 bytes).
+set(GCOLL_MPI_TMPDIR_BASE "${CMAKE_BINARY_DIR}/mpi-tmp")
+string(LENGTH "${CMAKE_BINARY_DIR}" _gcoll_bin_len)
+if(_gcoll_bin_len GREATER 40)
+  string(MD5 _gcoll_bin_hash "${CMAKE_BINARY_DIR}")
+  string(SUBSTRING "${_gcoll_bin_hash}" 0 10 _gcoll_bin_hash)
+  set(GCOLL_MPI_TMPDIR_BASE "/tmp/gcoll-mpi-tmp.${_gcoll_bin_hash}")
+endif()
+function(gcoll_mpi_tests_own_tmpdir)
+  cmake_language(DEFER GET_CALL_IDS _ids)
+  if(NOT "gcoll_own_tmpdir" IN_LIST _ids)
+    cmake_language(DEFER ID gcoll_own_tmpdir CALL _gcoll_mpi_tests_own_tmpdir_now)
+  endif()
+endfunction()
+function(_gcoll_mpi_tests_own_tmpdir_now)
+  get_property(_tests DIRECTORY PROPERTY TESTS)
+  foreach(_t IN LISTS _tests)
+    string(MD5 _h "${_t}")
+    string(SUBSTRING "${_h}" 0 12 _h)
+    set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT "OMPI_MCA_orte_tmpdir_base=${GCOLL_MPI_TMPDIR_BASE}/${_h}")
+  endforeach()
 endfunction()
 
 # GCOLL_GPU_TEST_LOCK: what the tests that use the GPU add to their properties. Where a GPU
