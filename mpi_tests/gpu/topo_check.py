@@ -48,6 +48,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -198,8 +199,11 @@ def main(argv):
         failures += check_dumps(tmpdir, a.topo, a.np)
     for f in failures:
         print("topo_check: FAIL: " + f)
-    if not failures:
+    if failures:
+        print("topo_check: stats and topology dumps kept in " + tmpdir)
+    else:
         print("topo_check: PASS")
+        shutil.rmtree(tmpdir, ignore_errors=True)
     return 1 if failures else 0
 
 
