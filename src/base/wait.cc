@@ -38,8 +38,6 @@ std::atomic<std::int64_t> g_slow_yield_ns{0};
 // When a poke of the MPI's progress last came back late (WaitPolicy::progress_in_call):
 // the ration only.
 std::atomic<std::int64_t> g_slow_poke_ns{0};
-// wait_machine_loaded(): a slow yield this recent says the cores are shared.
-constexpr std::int64_t kLoadedMemoryNs = 1000 * 1000 * 1000;
 
 struct StaticFacts {
   int cores = 1;    // CPUs this process may run on
@@ -176,7 +174,7 @@ bool wait_machine_loaded() {
     default: break;
   }
   const std::int64_t t = g_slow_yield_ns.load(std::memory_order_relaxed);
-  return t != 0 && now_ns() - t <= kLoadedMemoryNs;
+  return t != 0 && now_ns() - t <= WaitPolicy::kSlowYieldMemoryNs;
 }
 
 bool wait_probe_machine_loaded() {
@@ -230,7 +228,12 @@ WaitFacts wait_facts() {
 // core is shared with other work: this wait goes to its sleeps at once, and no wait of the
 // process yields for kSlowYieldMemoryNs after that (issue 32 item 2: with two CPU-bound
 // loops on the 2-core VM, 32 yields per wait gave the loops whole slices, and a 1 KiB to
-// 16 KiB allreduce took 6 to 9 ms instead of 4 to 7).
+// 16 KiB allreduce took 6 to 9 ms instead of 4 to 7). The window is a second, the same as
+// wait_machine_loaded()'s: it was 20 ms until 2026-11-29, and with the short slice (whose
+// yields come back sooner) the waits went back to yielding, and to poking the MPI at every
+// pause, every 20 ms, until a yield was slow again: 496 preemptions inside Open MPI's
+// yielding PMPI_Iprobe in 0.3 s of 4 ranks (reduce_scatter_block 1 MiB, two loops), and
+// 2.4-2.9 ms per call against 0.8-1.1 ms at 256-512 KiB and 1.7-1.9 ms at 1 MiB with 1 s.
 namespace detail {
 std::atomic<WaitProgressHook> g_wait_progress_hook{nullptr};
 __thread int tl_wait_in_call __attribute__((tls_model("initial-exec"))) = 0;
@@ -328,6 +331,11 @@ void wait_set_progress_hook(WaitProgressHook h) { detail::g_wait_progress_hook.s
 
 void detail::wait_note_slow_yield() {
   note_slow_yield(now_ns());
+}
+
+void detail::wait_forget_slow_yields() {
+  g_slow_yield_ns.store(0, std::memory_order_relaxed);
+  g_slow_poke_ns.store(0, std::memory_order_relaxed);
 }
 
 bool WaitPolicy::mpi_turn() {

@@ -112,10 +112,16 @@ void wait_set_progress_hook(WaitProgressHook h);
 // thread's slice ended, about 1 ms on average with EEVDF (`perf sched latency`, the 2-core
 // VM, two pinned loops, reduce_scatter_block 16 MiB on the engine). Linux 6.12 and later
 // let a thread ask for a shorter slice (sched_setattr's sched_runtime) and let a woken
-// thread with a shorter slice than the running one's take the core at once. So the first
-// wait of an engine call that sleeps while wait_machine_loaded() asks for
-// GCOLL_WAIT_SLICE microseconds for the calling thread, and the call's scope gives the
-// thread its own slice back when it ends: nothing of it outlives the call. Only for a
+// thread with a shorter slice than the running one's take the core at once. So an engine
+// call that begins while wait_machine_loaded() (and after a slow yield was first seen:
+// g_slice_hint) asks for GCOLL_WAIT_SLICE microseconds for the calling thread as it
+// begins (WaitCallScope), one that finds the cores shared during a wait at its first
+// sleep, and the call's scope gives the thread its own slice back when it ends: nothing of
+// it outlives the call. At the first sleep only, the change cost a call on shared cores
+// about 1 ms more (2 x 2 virtual nodes, two loops, reduce_scatter_block 256 KiB - 2 MiB:
+// 3.0-6.3 ms against 2.1-4.9): the thread, running on past its new slice, was preempted
+// on its way to the sleep and waited in the run queue for the loop's whole slice, where
+// a sleeping thread would have taken the core back at its timer. Only for a
 // SCHED_OTHER thread whose slice is longer; never again in the process once the kernel
 // refuses (no such system call, a seccomp filter, an older kernel ignoring it is harmless).
 namespace detail {
@@ -134,7 +140,11 @@ extern std::atomic<bool> g_slice_hint;
 // Team::run_engine; not on the passthrough path, which waits for nothing of gcoll's).
 class WaitCallScope {
  public:
-  WaitCallScope() { ++detail::tl_wait_in_call; }
+  WaitCallScope() {
+    if (++detail::tl_wait_in_call == 1 && __builtin_expect(detail::g_slice_hint.load(std::memory_order_relaxed), 0) &&
+        wait_machine_loaded())
+      detail::wait_shorten_slice();
+  }
   ~WaitCallScope() {
     if (--detail::tl_wait_in_call == 0 && detail::tl_slice_short) detail::wait_restore_slice();
   }
@@ -170,6 +180,8 @@ namespace detail {
 // Records a slow yield now, as WaitPolicy does when one of its yields comes back late
 // (tests: the shared-cores window without a CPU-bound thread on the test's CPU).
 void wait_note_slow_yield();
+// Forgets every slow yield and slow poke seen (tests: a window without waiting a second).
+void wait_forget_slow_yields();
 // The calling thread's time slice in ns as the kernel reports it (sched_getattr's
 // sched_runtime: EEVDF's slice of a SCHED_OTHER thread), 0 where it cannot be read (tests).
 std::uint64_t wait_thread_slice_ns();
@@ -212,7 +224,7 @@ class WaitPolicy {
   static constexpr std::uint64_t kProgressPolls = 64; // spinning: the MPI's progress every this many polls (power of 2)
   static constexpr std::uint64_t kYieldPolls = 32;    // yields before the first sleep (sleep, auto oversubscribed)
   static constexpr int kSlowYieldUs = 1000;           // a yield that took this long gave the core to another job
-  static constexpr std::int64_t kSlowYieldMemoryNs = 20 * 1000 * 1000;  // ... and no wait yields for this long after
+  static constexpr std::int64_t kSlowYieldMemoryNs = 1000 * 1000 * 1000;  // ... and no wait yields for this long after (wait_machine_loaded's window)
   static constexpr int kSleepMinUs = 16;
   static constexpr int kSleepMaxUs = 128;
   static constexpr int kLongWaitUs = 1000;            // auto, not oversubscribed: sleep after this long,

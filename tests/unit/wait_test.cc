@@ -151,9 +151,9 @@ TEST(Wait, SlowYieldsMeanSharedCores) {
   EXPECT_TRUE(seen);
   EXPECT_TRUE(wait_machine_loaded());
   EXPECT_TRUE(wait_facts().shared_cores);
-  // Both pauses past the spin sleep (within 20 ms of the slow yield), or, had this thread
-  // been off its CPU longer than that, the first one yields (slowly: the hog) and the
-  // second sleeps.
+  // Both pauses past the spin sleep (within a second of the slow yield), or, had this
+  // thread been off its CPU longer than that, the first one yields (slowly: the hog) and
+  // the second sleeps.
   EXPECT_GE(w.sleeps(), 1u);
 }
 
@@ -177,7 +177,7 @@ TEST(Wait, MpiProgressRationedOnSharedCores) {
       EXPECT_EQ(w.mpi_pokes(), 0u);
     }
     while (g_progress_calls == 0 && Clock::now() - t0 < std::chrono::seconds(5)) {
-      detail::wait_note_slow_yield();  // still shared (the window is 20 ms)
+      detail::wait_note_slow_yield();  // still shared (the window is a second)
       w.pause();
     }
     EXPECT_EQ(g_progress_calls, 1);
@@ -197,15 +197,15 @@ void slow_progress() {
 }
 
 TEST(Wait, SlowPokeRationsTheNextOnes) {
-  // Past any earlier slow yield's window (20 ms).
-  std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  // Outside any earlier slow yield's window.
+  detail::wait_forget_slow_yields();
   wait_set_progress_hook(slow_progress);
   {
     WaitCallScope in_call;
     WaitPolicy w(WaitMode::Spin);
     g_progress_calls = 0;
     for (std::uint64_t i = 0; i < WaitPolicy::kProgressPolls; ++i) w.pause();
-    EXPECT_EQ(g_progress_calls, 1);  // not rationed: no slow yield within 20 ms
+    EXPECT_EQ(g_progress_calls, 1);  // not rationed: no slow yield within the window
     const auto t0 = Clock::now();
     g_in_slow_progress = {};
     for (std::uint64_t i = 0; i < 4 * WaitPolicy::kProgressPolls; ++i) w.pause();
@@ -248,6 +248,41 @@ TEST(Wait, SliceShortInCallAndGivenBack) {
     EXPECT_EQ(detail::wait_thread_slice_ns(), static_cast<std::uint64_t>(us) * 1000);
   }
   EXPECT_EQ(detail::wait_thread_slice_ns(), before);
+  // A call that begins on shared cores has the short slice from its start, before any wait
+  // (shortened on the way to a sleep, the thread was preempted there: wait.h).
+  {
+    detail::wait_note_slow_yield();
+    WaitCallScope in_call;
+    EXPECT_EQ(detail::wait_thread_slice_ns(), static_cast<std::uint64_t>(us) * 1000);
+  }
+  EXPECT_EQ(detail::wait_thread_slice_ns(), before);
+  if (config().shared_cores == 0) {  // auto: no slow yield within the window, no short slice
+    detail::wait_forget_slow_yields();
+    WaitCallScope in_call;
+    EXPECT_EQ(detail::wait_thread_slice_ns(), before);
+  }
+}
+
+// The window in which a slow yield says the cores are shared is the same for the waits'
+// yields and the MPI's progress as for wait_machine_loaded(): a second. (At 20 ms, waits
+// went back to yielding and to poking the MPI at every pause between two slow yields.)
+TEST(Wait, SharedCoresWindowIsASecond) {
+  wait_set_progress_hook(count_progress);
+  detail::wait_note_slow_yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  {
+    WaitCallScope in_call;
+    WaitPolicy w(WaitMode::Sleep);
+    g_progress_calls = 0;
+    const auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < WaitPolicy::kSpinPolls + 3; ++i) w.pause();
+    EXPECT_GE(w.sleeps(), 2u);  // no yields first
+    if (Clock::now() - t0 < std::chrono::microseconds(WaitPolicy::kSharedProgressUs))
+      EXPECT_EQ(g_progress_calls, 0);  // rationed
+  }
+  EXPECT_TRUE(wait_machine_loaded() || config().shared_cores == 2);
+  wait_set_progress_hook(nullptr);
+  detail::wait_forget_slow_yields();
 }
 
 TEST(Wait, AutoSleepsInLongWaits) {
