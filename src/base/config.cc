@@ -238,9 +238,9 @@ const std::vector<SettingDef> kSettings = {
      "shared cores); no = never (dedicated cores).",
      [](Config &c, const Value &v) { c.shared_cores = static_cast<int>(v.choice); }},
     {"GCOLL_WAIT_SLICE", SettingType::Int, "100", "0:100000",
-     "Microseconds. On shared cores (GCOLL_SHARED_CORES), a rank that has to wait inside an engine call, or "
-     "whose call gcoll hands to the MPI, asks the kernel for this time slice for its thread until the call "
-     "returns (sched_setattr's sched_runtime; Linux 6.12 and later: a woken thread whose slice is shorter than "
+     "Microseconds. On shared cores (GCOLL_SHARED_CORES), an engine call (from its start, or from its first "
+     "sleep if it finds the cores shared) and a call gcoll hands to the MPI ask the kernel for this time slice "
+     "for the calling thread until the call returns (sched_setattr's sched_runtime; Linux 6.12 and later: a woken thread whose slice is shorter than "
      "the running one's takes the core at once instead of after that thread's slice), then gives the thread its "
      "own slice back. 0 = never; the kernel keeps it within 100-100000.",
      [](Config &c, const Value &v) { c.wait_slice_us = static_cast<int>(v.i); }},
