@@ -38,6 +38,13 @@ std::atomic<std::int64_t> g_slow_yield_ns{0};
 // When a poke of the MPI's progress last came back late (WaitPolicy::progress_in_call):
 // the ration only.
 std::atomic<std::int64_t> g_slow_poke_ns{0};
+// wait_machine_loaded(): a slow yield this recent says the cores are shared.
+constexpr std::int64_t kLoadedMemoryNs = 1000 * 1000 * 1000;
+// Until when the waits neither yield nor poke the MPI freely whatever the last slow yield
+// (steady clock, ns; 0: never): a slow yield that came within kConfirmNs of the one before
+// sets it kLoadedMemoryNs ahead (WaitPolicy's windows, wait.h).
+std::atomic<std::int64_t> g_shared_until_ns{0};
+constexpr std::int64_t kConfirmNs = 100 * 1000 * 1000;
 
 struct StaticFacts {
   int cores = 1;    // CPUs this process may run on
@@ -99,8 +106,15 @@ bool static_oversubscribed() {
 // A yield that came back late (wait.h): the cores are shared from now (wait_machine_loaded),
 // and the calls handed to the MPI look at that from now on (MpiSliceScope).
 void note_slow_yield(std::int64_t t) {
-  g_slow_yield_ns.store(t, std::memory_order_relaxed);
+  const std::int64_t prev = g_slow_yield_ns.exchange(t, std::memory_order_relaxed);
+  if (prev != 0 && t - prev <= kConfirmNs) g_shared_until_ns.store(t + kLoadedMemoryNs, std::memory_order_relaxed);
   detail::g_slice_hint.store(true, std::memory_order_relaxed);
+}
+
+// Whether the waits' window after a slow yield (or a slow poke: `last`) is open at t.
+bool in_shared_window(std::int64_t last, std::int64_t t) {
+  return (last != 0 && t - last <= WaitPolicy::kSlowYieldMemoryNs) ||
+         t < g_shared_until_ns.load(std::memory_order_relaxed);
 }
 
 void sleep_us(int us) {
@@ -174,7 +188,7 @@ bool wait_machine_loaded() {
     default: break;
   }
   const std::int64_t t = g_slow_yield_ns.load(std::memory_order_relaxed);
-  return t != 0 && now_ns() - t <= WaitPolicy::kSlowYieldMemoryNs;
+  return t != 0 && now_ns() - t <= kLoadedMemoryNs;
 }
 
 bool wait_probe_machine_loaded() {
@@ -228,12 +242,20 @@ WaitFacts wait_facts() {
 // core is shared with other work: this wait goes to its sleeps at once, and no wait of the
 // process yields for kSlowYieldMemoryNs after that (issue 32 item 2: with two CPU-bound
 // loops on the 2-core VM, 32 yields per wait gave the loops whole slices, and a 1 KiB to
-// 16 KiB allreduce took 6 to 9 ms instead of 4 to 7). The window is a second, the same as
-// wait_machine_loaded()'s: it was 20 ms until 2026-11-29, and with the short slice (whose
-// yields come back sooner) the waits went back to yielding, and to poking the MPI at every
-// pause, every 20 ms, until a yield was slow again: 496 preemptions inside Open MPI's
-// yielding PMPI_Iprobe in 0.3 s of 4 ranks (reduce_scatter_block 1 MiB, two loops), and
-// 2.4-2.9 ms per call against 0.8-1.1 ms at 256-512 KiB and 1.7-1.9 ms at 1 MiB with 1 s.
+// 16 KiB allreduce took 6 to 9 ms instead of 4 to 7). The window is 20 ms after
+// a slow yield, and a second (kLoadedMemoryNs) after one that came within kConfirmNs (100
+// ms) of the one before. A second after every slow yield helped the busy machine much
+// (2026-11-29: with the short slice, whose yields come back sooner, a 20 ms window lapsed
+// between slow yields and the waits went back to yielding and to poking Open MPI's yielding
+// Iprobe at every pause; reduce_scatter_block 256 KiB - 2 MiB, two loops: 1.2-2.2 ms a call
+// with a second, 2.0-3.9 with 20 ms), but on a quiet machine whose ranks outnumber the
+// cores this job's own ranks make a yield slow now and then too (one that computes for a
+// millisecond; the first call, while peers finish their setup), and a second of waits that
+// sleep instead of yielding cost quiet engine calls up to 2-4x (a 64 KiB allreduce 256 us
+// against 67-84). Another process's CPU-bound thread makes the first yields after every
+// window slow again, 20 ms later; this job's own ranks did so 1-4 times in a run of
+// several seconds (the quiet 4-rank runs above): the second slow yield within 100 ms tells
+// them apart.
 namespace detail {
 std::atomic<WaitProgressHook> g_wait_progress_hook{nullptr};
 __thread int tl_wait_in_call __attribute__((tls_model("initial-exec"))) = 0;
@@ -333,9 +355,16 @@ void detail::wait_note_slow_yield() {
   note_slow_yield(now_ns());
 }
 
+bool detail::wait_shared_window_open() {
+  return in_shared_window(std::max(g_slow_yield_ns.load(std::memory_order_relaxed),
+                                   g_slow_poke_ns.load(std::memory_order_relaxed)),
+                          now_ns());
+}
+
 void detail::wait_forget_slow_yields() {
   g_slow_yield_ns.store(0, std::memory_order_relaxed);
   g_slow_poke_ns.store(0, std::memory_order_relaxed);
+  g_shared_until_ns.store(0, std::memory_order_relaxed);
 }
 
 bool WaitPolicy::mpi_turn() {
@@ -343,7 +372,7 @@ bool WaitPolicy::mpi_turn() {
                                      g_slow_poke_ns.load(std::memory_order_relaxed));
   if (last == 0) return true;
   const std::int64_t t = now_ns();
-  if (t - last > kSlowYieldMemoryNs) return true;
+  if (!in_shared_window(last, t)) return true;
   // The cores are shared (wait.h): one turn every kSharedProgressUs of this wait, the
   // first that long after rationing began.
   if (poked_ns_ == 0) poked_ns_ = t;
@@ -373,8 +402,7 @@ void WaitPolicy::slow_pause() {
   }
   if (k <= kYieldPolls) {
     const std::int64_t t0 = now_ns();
-    const std::int64_t last = g_slow_yield_ns.load(std::memory_order_relaxed);
-    if (last == 0 || t0 - last > kSlowYieldMemoryNs) {
+    if (!in_shared_window(g_slow_yield_ns.load(std::memory_order_relaxed), t0)) {
       sched_yield();
       const std::int64_t t1 = now_ns();
       if (t1 - t0 < static_cast<std::int64_t>(kSlowYieldUs) * 1000) return;
@@ -383,8 +411,7 @@ void WaitPolicy::slow_pause() {
     polls_ = kSpinPolls + kYieldPolls + 1;  // to the sleeps
   }
   if (mode_ == WaitMode::Auto && sleep_us_ == 0 && !wait_oversubscribed() &&
-      (g_slow_yield_ns.load(std::memory_order_relaxed) == 0 ||
-       now_ns() - g_slow_yield_ns.load(std::memory_order_relaxed) > kSlowYieldMemoryNs)) {
+      !in_shared_window(g_slow_yield_ns.load(std::memory_order_relaxed), now_ns())) {
     const auto now = Clock::now();
     if (!started_) {
       start_ = now;

@@ -180,8 +180,11 @@ namespace detail {
 // Records a slow yield now, as WaitPolicy does when one of its yields comes back late
 // (tests: the shared-cores window without a CPU-bound thread on the test's CPU).
 void wait_note_slow_yield();
-// Forgets every slow yield and slow poke seen (tests: a window without waiting a second).
+// Forgets every slow yield and slow poke seen, and the widened window (tests).
 void wait_forget_slow_yields();
+// Whether the waits' shared-cores window is open now: no yields, the MPI's progress
+// rationed (WaitPolicy; tests).
+bool wait_shared_window_open();
 // The calling thread's time slice in ns as the kernel reports it (sched_getattr's
 // sched_runtime: EEVDF's slice of a SCHED_OTHER thread), 0 where it cannot be read (tests).
 std::uint64_t wait_thread_slice_ns();
@@ -224,7 +227,8 @@ class WaitPolicy {
   static constexpr std::uint64_t kProgressPolls = 64; // spinning: the MPI's progress every this many polls (power of 2)
   static constexpr std::uint64_t kYieldPolls = 32;    // yields before the first sleep (sleep, auto oversubscribed)
   static constexpr int kSlowYieldUs = 1000;           // a yield that took this long gave the core to another job
-  static constexpr std::int64_t kSlowYieldMemoryNs = 1000 * 1000 * 1000;  // ... and no wait yields for this long after (wait_machine_loaded's window)
+  static constexpr std::int64_t kSlowYieldMemoryNs = 20 * 1000 * 1000;  // ... and no wait yields for this long after
+                                                                        // (a second after two within 100 ms: wait.cc)
   static constexpr int kSleepMinUs = 16;
   static constexpr int kSleepMaxUs = 128;
   static constexpr int kLongWaitUs = 1000;            // auto, not oversubscribed: sleep after this long,
