@@ -116,6 +116,13 @@ bool in_shared_window(std::int64_t last, std::int64_t t) {
   return (last != 0 && t - last <= WaitPolicy::kSlowYieldMemoryNs) ||
          t < g_shared_until_ns.load(std::memory_order_relaxed);
 }
+// The waits do not yield while this is open (slow yields only).
+bool yield_window_open(std::int64_t t) { return in_shared_window(g_slow_yield_ns.load(std::memory_order_relaxed), t); }
+// The MPI's pokes are rationed while this is open (slow yields and slow pokes).
+bool poke_window_open(std::int64_t t) {
+  return in_shared_window(
+      std::max(g_slow_yield_ns.load(std::memory_order_relaxed), g_slow_poke_ns.load(std::memory_order_relaxed)), t);
+}
 
 void sleep_us(int us) {
   timespec ts{0, static_cast<long>(us) * 1000};
@@ -356,9 +363,7 @@ void detail::wait_note_slow_yield() {
 }
 
 bool detail::wait_shared_window_open() {
-  return in_shared_window(std::max(g_slow_yield_ns.load(std::memory_order_relaxed),
-                                   g_slow_poke_ns.load(std::memory_order_relaxed)),
-                          now_ns());
+  return poke_window_open(now_ns());
 }
 
 void detail::wait_forget_slow_yields() {
@@ -368,11 +373,10 @@ void detail::wait_forget_slow_yields() {
 }
 
 bool WaitPolicy::mpi_turn() {
-  const std::int64_t last = std::max(g_slow_yield_ns.load(std::memory_order_relaxed),
-                                     g_slow_poke_ns.load(std::memory_order_relaxed));
-  if (last == 0) return true;
+  if (g_slow_yield_ns.load(std::memory_order_relaxed) == 0 && g_slow_poke_ns.load(std::memory_order_relaxed) == 0)
+    return true;  // never seen: no clock read
   const std::int64_t t = now_ns();
-  if (!in_shared_window(last, t)) return true;
+  if (!poke_window_open(t)) return true;
   // The cores are shared (wait.h): one turn every kSharedProgressUs of this wait, the
   // first that long after rationing began.
   if (poked_ns_ == 0) poked_ns_ = t;
@@ -402,7 +406,7 @@ void WaitPolicy::slow_pause() {
   }
   if (k <= kYieldPolls) {
     const std::int64_t t0 = now_ns();
-    if (!in_shared_window(g_slow_yield_ns.load(std::memory_order_relaxed), t0)) {
+    if (!yield_window_open(t0)) {
       sched_yield();
       const std::int64_t t1 = now_ns();
       if (t1 - t0 < static_cast<std::int64_t>(kSlowYieldUs) * 1000) return;
@@ -411,7 +415,7 @@ void WaitPolicy::slow_pause() {
     polls_ = kSpinPolls + kYieldPolls + 1;  // to the sleeps
   }
   if (mode_ == WaitMode::Auto && sleep_us_ == 0 && !wait_oversubscribed() &&
-      !in_shared_window(g_slow_yield_ns.load(std::memory_order_relaxed), now_ns())) {
+      !yield_window_open(now_ns())) {
     const auto now = Clock::now();
     if (!started_) {
       start_ = now;

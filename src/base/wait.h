@@ -135,15 +135,18 @@ void wait_restore_slice();  // wait.cc
 // Set once a slow yield was seen (or GCOLL_SHARED_CORES=yes was read), never cleared: the
 // calls gcoll gives to the MPI look at wait_machine_loaded() only from then on (MpiSliceScope).
 extern std::atomic<bool> g_slice_hint;
+// Whether a call beginning now takes the short slice: a slow yield was ever seen (one load
+// where none was) and the cores are shared now.
+inline bool slice_wanted() {
+  return __builtin_expect(g_slice_hint.load(std::memory_order_relaxed), 0) && wait_machine_loaded();
+}
 }  // namespace detail
 // Marks the calling thread as inside an intercepted MPI call's engine run (coll/team.cc:
 // Team::run_engine; not on the passthrough path, which waits for nothing of gcoll's).
 class WaitCallScope {
  public:
   WaitCallScope() {
-    if (++detail::tl_wait_in_call == 1 && __builtin_expect(detail::g_slice_hint.load(std::memory_order_relaxed), 0) &&
-        wait_machine_loaded())
-      detail::wait_shorten_slice();
+    if (++detail::tl_wait_in_call == 1 && detail::slice_wanted()) detail::wait_shorten_slice();
   }
   ~WaitCallScope() {
     if (--detail::tl_wait_in_call == 0 && detail::tl_slice_short) detail::wait_restore_slice();
@@ -160,8 +163,7 @@ class WaitCallScope {
 class MpiSliceScope {
  public:
   MpiSliceScope() {
-    if (__builtin_expect(detail::g_slice_hint.load(std::memory_order_relaxed), 0) && wait_machine_loaded())
-      mine_ = detail::wait_shorten_slice();
+    if (detail::slice_wanted()) mine_ = detail::wait_shorten_slice();
   }
   ~MpiSliceScope() {
     if (!mine_) return;
