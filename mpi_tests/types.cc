@@ -7,6 +7,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -534,6 +535,19 @@ const std::vector<MPI_Op> &all_ops() {
 const std::vector<TypeDesc> &all_types() {
   static const std::vector<TypeDesc> types = build_types();
   return types;
+}
+
+std::vector<TypeDesc> matrix_types() {
+  const char *v = std::getenv("GCOLLTEST_TYPES");
+  if (!v || std::strcmp(v, "per_size") != 0) return all_types();
+  std::vector<TypeDesc> out;
+  for (const auto &d : all_types()) {
+    bool seen = false;
+    for (const auto &o : out)
+      seen = seen || (o.group == d.group && o.extent == d.extent && o.is_unsigned == d.is_unsigned);
+    if (!seen) out.push_back(d);
+  }
+  return out;
 }
 
 const TypeDesc &find_type(MPI_Datatype t) {

@@ -80,6 +80,11 @@ struct TypeDesc {
 // Every predefined datatype the tests use (C types, including the pair types).
 const std::vector<TypeDesc> &all_types();
 const TypeDesc &find_type(MPI_Datatype t);
+// The types of a matrix test: all_types(), or with GCOLLTEST_TYPES=per_size (the GPU
+// suites of 6 ranks and more, mpi_tests/gpu/CMakeLists.txt) the first of each group,
+// element size and signedness: a call's schedule depends on the element size, not on
+// which type of that size; every type runs on 2 and 4 ranks and on 2 x 2 virtual nodes.
+std::vector<TypeDesc> matrix_types();
 
 // The reduction operations the MPI standard defines, and the extra ones Open MPI 4.1
 // accepts, for a type (MPI_REPLACE and MPI_NO_OP are for one-sided only).
