@@ -103,6 +103,14 @@ Status reduce_scatter_hier(CallContext &cx, const CollArgs &a);
 // Their shared part: blocks of block(r) elements for comm rank r (reduce_scatter_hier.cc).
 Status reduce_scatter_blocks(CallContext &cx, const CollArgs &a, const std::function<std::size_t(int)> &block);
 Status reduce_scatter_block_hier(CallContext &cx, const CollArgs &a);  // rsb_hier.cc
+// Several nodes of the same size, host buffers: each rail's ranks' blocks reduced by
+// their owners, one node sync per round (reduce_scatter_rails.cc); fits: a piece of every
+// block fits a bank (rank-uniform: the settings and the topology).
+Status reduce_scatter_rails(CallContext &cx, const CollArgs &a);
+Status reduce_scatter_block_rails(CallContext &cx, const CollArgs &a);  // rsb_rails.cc
+// Their shared part: blocks of block(r) elements for comm rank r.
+Status reduce_scatter_rails_blocks(CallContext &cx, const CollArgs &a, const std::function<std::size_t(int)> &block);
+bool reduce_scatter_rails_fits(const CollArgs &a, const Topology &t);
 // reduce_scatter @hier in place needs W = the input's order: every node's ranks
 // consecutive in the communicator, in local order (reduce_scatter_hier.cc).
 bool nodes_in_rank_order(const Topology &t);

@@ -74,6 +74,10 @@ bool rs_hier(const CollArgs &a, const Topology &t) {
   return banks(a, t) && (a.sendbuf != nullptr || nodes_in_rank_order(t));
 }
 
+// reduce_scatter @rails, reduce_scatter_block @rails: host buffers on nodes of the same
+// size, in place or not (reduce_scatter_rails.cc).
+bool rails(const CollArgs &a, const Topology &t) { return banks(a, t) && reduce_scatter_rails_fits(a, t); }
+
 // alltoall through the banks: P bytes (one of every block) must fit a bank.
 bool alltoall_banks(const CollArgs &a, const Topology &t) { return banks(a, t) && alltoall_hier_fits(a, t); }
 
@@ -205,6 +209,10 @@ const std::vector<Algorithm> &algorithms() {
        "along the rails (half the bytes between nodes of @allreduce)",
        [](const CollArgs &a, const Topology &t) { return rs_hier(a, t) && t.num_nodes > 1; },
        reduce_scatter_block_hier},
+      {Coll::Reduce_scatter_block, "rails",
+       "several nodes of the same size, host buffers: a piece of every block through the banks per round, each rank "
+       "reduces its node's part of its rail's ranks' pieces, ring reduce-scatter along the rail ends each on its owner",
+       rails, reduce_scatter_block_rails},
       {Coll::Reduce_scatter_block, "nvring",
        "device buffers on one node along its NVLink ring: the ring reduce-scatter with the blocks as segments",
        device_ring, reduce_scatter_block_nvring},
@@ -240,6 +248,9 @@ const std::vector<Algorithm> &algorithms() {
        "each node reduces the input through the banks, a slice per rail; ring reduce-scatter along the rails with "
        "the nodes' blocks as segments; each rank collects its block from its node's rail ranks",
        rs_hier, reduce_scatter_hier},
+      {Coll::Reduce_scatter, "rails",
+       "several nodes of the same size, host buffers: reduce_scatter_block's @rails with the (uneven) blocks",
+       rails, reduce_scatter_rails},
       {Coll::Reduce_scatter, "nvring",
        "device buffers on one node along its NVLink ring: the ring reduce-scatter with the (uneven) blocks as "
        "segments",

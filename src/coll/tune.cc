@@ -17,6 +17,12 @@ namespace gcoll {
 // double elements) and cannot run zero-copy is staged. On a node's NVLink ring (only
 // there) the *_nvring algorithms, whatever the size; across nodes that each have one, the
 // nvring_hier rows (the ring inside each node, the rails between: nvring_hier.cc).
+// Host reduce_scatter_block and reduce_scatter on nodes of the same size: @rails
+// (reduce_scatter_rails.cc) from two rounds of the bank on 2 x 2 nodes (rsb from a 512 KiB
+// block, reduce_scatter from 2 MiB in all), @hier below: @rails was 5-28 % faster at every
+// size on a quiet 2-core VM, but with CPU-bound processes on the same cores 1.1-1.6x
+// slower in one round (its rail ranks exchange both ways per round) and 1.1-1.4x faster
+// from two (docs/host-engine-vs-mpi.md, "reduce_scatter @rails").
 const char *const kDefaultTune =
     "allreduce:0-inf:@nvring,bcast:0-inf:@nvring,allgather:0-inf:@nvring,reduce_scatter_block:0-inf:@nvring,"
     "reduce:0-inf:@nvring,reduce_scatter:0-inf:@nvring,alltoall:0-inf:@nvring,allgatherv:0-inf:@nvring,"
@@ -28,9 +34,10 @@ const char *const kDefaultTune =
     "bcast:0-inf:@fused,bcast:0-64K:@binomial,bcast:64K-inf:@scatter_ag,"
     "allgather:0-inf:@fused,allgather:0-16K:@bruck,allgather:16K-inf:@ring,"
     "allgatherv:0-inf:@direct,allgatherv:0-16K:@bruck,allgatherv:16K-inf:@ring,"
-    "reduce_scatter_block:16K-inf:@twoshot,reduce_scatter_block:0-inf:@node,reduce_scatter_block:0-inf:@hier,"
-    "reduce_scatter_block:0-inf:@allreduce,"
-    "reduce:0-inf:@direct,reduce:0-inf:@hier,reduce_scatter:0-inf:@direct,reduce_scatter:0-inf:@hier,"
+    "reduce_scatter_block:16K-inf:@twoshot,reduce_scatter_block:0-inf:@node,reduce_scatter_block:512K-inf:@rails,"
+    "reduce_scatter_block:0-inf:@hier,reduce_scatter_block:0-inf:@allreduce,"
+    "reduce:0-inf:@direct,reduce:0-inf:@hier,reduce_scatter:0-inf:@direct,reduce_scatter:2M-inf:@rails,"
+    "reduce_scatter:0-inf:@hier,"
     "alltoall:0-inf:@direct,alltoall:0-inf:@hier";
 
 // Tried before kDefaultTune for device calls where node ranks share a GPU without MPS
