@@ -113,11 +113,10 @@ bool expect_mpi(const char *coll, std::uint64_t bytes) {
   const std::uint64_t busy = busy_mpi();
   // Where some rank's cores are shared: from GCOLL_HOST_BUSY_MPI's size, and reduce,
   // reduce_scatter and reduce_scatter_block at any size below 64 KiB (their selection's
-  // bytes); from 64 KiB those three stay on the engine, but reduce_scatter from 16 MiB
-  // (coll/tune.h: host_busy_candidate).
+  // bytes); from 64 KiB those three stay on the engine (coll/tune.h: host_busy_candidate).
   const std::string c = coll;
   const bool scatter = c == "reduce" || c == "reduce_scatter" || c == "reduce_scatter_block";
-  const bool engine_busy = scatter && bytes >= (64u << 10) && !(c == "reduce_scatter" && bytes >= (16u << 20));
+  const bool engine_busy = scatter && bytes >= (64u << 10);
   if (busy != UINT64_MAX && !engine_busy && (bytes >= busy || scatter)) return true;
   for (const auto &r : mpi_rules())
     if (r.coll == coll && bytes >= r.lo && bytes < r.hi) return true;

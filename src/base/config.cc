@@ -191,7 +191,7 @@ const std::vector<SettingDef> kSettings = {
     {"GCOLL_HOST_BUSY_MPI", SettingType::Size, "256K", "0:1099511627776",
      "Host buffers through the engine, on cores shared with other processes: calls of this many bytes and more "
      "(the selection's bytes, as GCOLL_TUNE's; reduce, reduce_scatter and reduce_scatter_block at any size below "
-     "64 KiB and from 64 KiB only reduce_scatter of 16 MiB and more: elsewhere their engine beats the busy MPI) go "
+     "64 KiB and none from 64 KiB: there their engine beats the busy MPI) go "
      "to the MPI's own collective while any "
      "rank of the communicator finds its cores shared (GCOLL_SHARED_CORES). The ranks agree on that at one call in "
      "16 of these sizes (one small hidden allreduce), so every rank takes the same path. Where other work holds "

@@ -310,12 +310,11 @@ bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, s
   // give it (4 ranks in 2 x 2 virtual nodes: reduce_scatter_block 1.78-2.76x from 64 KiB
   // blocks, reduce 512 KiB 1.33x, reduce_scatter 128 KiB 1.73x and 16 MiB 1.28x): from
   // kBusyEngineScatterBytes they stay on the engine; below it (not measured since) they
-  // remain candidates at any size. But reduce_scatter from kBusyMpiReduceScatterBytes: the
-  // MPI's own (Open MPI 4.1's) held up better there on shared cores, 25 ms against the
-  // engine's 32-33 ms at 16 MiB in two runs of three (19.8 ms in a third): the MPI's.
+  // remain candidates at any size. reduce_scatter from 16 MiB went to the MPI there too
+  // (d08a3a8: @hier 32-33 ms against the MPI's 25), until @rails (reduce_scatter_rails.cc):
+  // 20.4-21.3 ms against the busy MPI's 23.7-24.2 in three runs of three.
   const bool scatter = a.coll == Coll::Reduce || a.coll == Coll::Reduce_scatter || a.coll == Coll::Reduce_scatter_block;
-  if (scatter && b >= kBusyEngineScatterBytes && !(a.coll == Coll::Reduce_scatter && b >= kBusyMpiReduceScatterBytes))
-    return false;
+  if (scatter && b >= kBusyEngineScatterBytes) return false;
   if (!scatter && b < min_bytes) return false;
   for (const auto &r : user)
     if (r.coll == a.coll && b >= r.lo && b < r.hi) return false;

@@ -112,14 +112,12 @@ inline bool host_declines(const CollArgs &a) {
 // Whether the host-buffer call `a` is one that GCOLL_HOST_BUSY_MPI may give to the MPI on a
 // loaded machine (coll/team.h: Team::busy_says_mpi): `min_bytes` (the setting) > 0 and the
 // call at least that large (reduce, reduce_scatter, reduce_scatter_block: any size below
-// kBusyEngineScatterBytes, none above but reduce_scatter from kBusyMpiReduceScatterBytes), the host crossovers on (GCOLL_HOST_TUNE not "off"),
+// kBusyEngineScatterBytes, none above), the host crossovers on (GCOLL_HOST_TUNE not "off"),
 // no compression asked and no GCOLL_TUNE rule for its collective and size. Rank-uniform.
 bool host_busy_candidate(const std::vector<TuneRule> &user, const CollArgs &a, std::uint64_t min_bytes,
                          bool host_tune_off);
 // The scatter-reductions' selection bytes (reduce: the message, reduce_scatter: the total,
 // reduce_scatter_block: the block) from which their engine stays on shared cores.
 constexpr std::uint64_t kBusyEngineScatterBytes = 64 << 10;
-// ... except reduce_scatter from this many bytes in all, which goes to the MPI there.
-constexpr std::uint64_t kBusyMpiReduceScatterBytes = 16 << 20;
 
 }  // namespace gcoll
