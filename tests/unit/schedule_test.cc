@@ -996,6 +996,62 @@ TEST(Tune, UnreducibleTypesAreRefusedBeforeAnythingMoves) {
   EXPECT_NE(select_algorithm({}, a, one)->run, nullptr);
 }
 
+// reduce_scatter(_block) @rails (reduce_scatter_rails.cc): host buffers on nodes of one size,
+// by default from two rounds of the bank on 2 x 2 (rsb from a 512 KiB block, reduce_scatter
+// from 2 MiB in all), @hier below and on uneven nodes, and never on device buffers.
+TEST(Tune, ReduceScatterRailsFromTwoRoundsOnEvenNodes) {
+  Topology even, uneven;
+  even.size = 4;
+  even.num_nodes = 2;
+  even.local_size = 2;
+  even.min_local = 2;
+  even.members = {{0, 1}, {2, 3}};
+  uneven.size = 3;
+  uneven.num_nodes = 2;
+  uneven.local_size = 2;
+  uneven.min_local = 1;
+  uneven.members = {{0, 1}, {2}};
+  const int counts[4] = {1, 2, 3, 4};  // not read by the selection
+  float in = 0;
+  CollArgs a;
+  a.mem = MemKind::Host;
+  a.dtype = DType::Float;
+  a.elem = 4;
+  a.op = ROp::Sum;
+  a.reducible = true;
+  a.sendbuf = &in;
+  a.counts = counts;
+  const auto pick = [&a](Coll c, std::size_t bytes, const Topology &t) {
+    a.coll = c;
+    a.count = bytes / 4;
+    const Algorithm *x = select_algorithm({}, a, t);
+    return std::string(x ? x->name : "none");
+  };
+  for (Coll c : {Coll::Reduce_scatter_block, Coll::Reduce_scatter}) {
+    const std::size_t from = c == Coll::Reduce_scatter_block ? 512 << 10 : 2 << 20;
+    EXPECT_EQ(pick(c, from - 4, even), "hier") << coll_name(c);
+    EXPECT_EQ(pick(c, from, even), "rails") << coll_name(c);
+    EXPECT_EQ(pick(c, 64 << 20, even), "rails") << coll_name(c);
+    EXPECT_EQ(pick(c, from, uneven), "hier") << coll_name(c);
+    a.sendbuf = nullptr;  // in place: @rails takes it too
+    EXPECT_EQ(pick(c, from, even), "rails") << coll_name(c);
+    a.sendbuf = &in;
+    // Forced below its default sizes; not on uneven nodes even when forced.
+    std::vector<TuneRule> force;
+    std::string err;
+    ASSERT_TRUE(ok(parse_tune(std::string(coll_name(c)) + ":0-inf:@rails", &force, &err))) << err;
+    a.coll = c;
+    a.count = 1;
+    EXPECT_STREQ(select_algorithm(force, a, even)->name, "rails");
+    EXPECT_STREQ(select_algorithm(force, a, uneven)->name, "hier");
+    a.mem = MemKind::Device;
+    a.count = (64 << 20) / 4;
+    const Algorithm *d = select_algorithm({}, a, even);
+    EXPECT_TRUE(d == nullptr || std::string(d->name) != "rails") << coll_name(c);
+    a.mem = MemKind::Host;
+  }
+}
+
 }  // namespace
 }  // namespace gcoll
 
