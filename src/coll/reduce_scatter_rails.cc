@@ -53,6 +53,7 @@ Status reduce_scatter_rails_blocks(CallContext &cx, const CollArgs &a, const std
   };
   RailAllreduce rail[2];
   std::vector<const void *> srcs(L);
+  std::vector<std::size_t> bank(N);  // round k: where rank (y, me)'s piece starts in a bank
   std::vector<std::size_t> seg_off[2] = {std::vector<std::size_t>(N), std::vector<std::size_t>(N)};
   std::vector<std::size_t> seg_len[2] = {std::vector<std::size_t>(N), std::vector<std::size_t>(N)};
   const auto node_in = [&](std::size_t k) {
@@ -60,7 +61,6 @@ Status reduce_scatter_rails_blocks(CallContext &cx, const CollArgs &a, const std
     // 1. My pieces of every block, node by node; bank[y] (elements) where rank (y, j)'s
     //    piece starts, for my rail's ranks.
     std::vector<std::size_t> &off = seg_off[k % 2], &len = seg_len[k % 2];
-    std::vector<std::size_t> bank(N);
     Status st = Status::Ok;
     std::size_t o = 0;
     for (int y = 0; y < N; ++y)
