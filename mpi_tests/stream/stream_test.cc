@@ -223,6 +223,25 @@ bool alltoall_case(const StreamComm &sc, size_t n, int salt) {
 
 const size_t kCounts[] = {1, 7, 1000, 65536 + 3};
 
+// On the emulated GPU: whether gcoll made, on its proxy thread, none of the CUDA calls that
+// can hang there on a GPU (emu::stream_ordered_device_waits: a wait for the whole device,
+// or the driver's lock taken exclusively: allocating or freeing memory, making a stream or
+// an event, opening an IPC mapping). On an H200 every rank hung in the proxy's
+// cudaHostAlloc while the test's own thread waited in the copy of the result back to
+// pageable memory (docs/gpu-validation.md, 2026-11-29). Process-wide, from the start.
+bool no_stream_ordered_hazards() {
+  if (!gpu_emulated()) return true;
+  using Count = int (*)(void);
+  static const auto count = reinterpret_cast<Count>(dlsym(RTLD_DEFAULT, "gcoll_emu_stream_ordered_device_waits"));
+  if (!count) {
+    gct::report("gcoll_emu_stream_ordered_device_waits not found");
+    return false;
+  }
+  const int n = count();
+  if (n != 0) gct::report("%d CUDA calls that can hang on a GPU made on the proxy thread (see the warning)", n);
+  return n == 0;
+}
+
 }  // namespace
 
 // Every collective, several sizes, types and ops, on a stream of the test's.
@@ -250,6 +269,7 @@ TEST(Stream, EveryCollectiveInStreamOrder) {
     gct::set_phase("alltoall n=%zu", n);
     ok = alltoall_case<int>(sc, n, salt) && ok;
   }
+  ok = no_stream_ordered_hazards() && ok;
   EXPECT_ALL_RANKS(ok);
 }
 
@@ -381,7 +401,7 @@ TEST(Stream, BackToBackWithOneSync) {
   EXPECT_EQ(gpu_memcpy_async(got.data(), d.p, n * sizeof(double), sc.stream), 0);
   EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
   (void)r;
-  EXPECT_ALL_RANKS(rc == MPI_SUCCESS && same(got, want, "ten allreduces back to back"));
+  EXPECT_ALL_RANKS(rc == MPI_SUCCESS && same(got, want, "ten allreduces back to back") && no_stream_ordered_hazards());
 }
 
 // With the proxy thread or the device path, the call returns while the stream is still
@@ -595,6 +615,7 @@ TEST(Stream, ChunksHostBuffersAndMixedPaths) {
     EXPECT_EQ(gpu_stream_synchronize(sc.stream), 0);
     ok = rc == MPI_SUCCESS && same(got, want, "allreduce, reduce, bcast on one stream") && ok;
   }
+  ok = no_stream_ordered_hazards() && ok;
   EXPECT_ALL_RANKS(ok);
 }
 
@@ -648,6 +669,7 @@ TEST(Stream, GraphReplays) {
   }
   gpu_free(hin, GPU_MEM_PINNED);
   gpu_free(hout, GPU_MEM_PINNED);
+  ok = no_stream_ordered_hazards() && ok;
   EXPECT_ALL_RANKS(ok);
 }
 

@@ -33,6 +33,11 @@ std::unique_ptr<StreamQueue> StreamQueue::create(cuda::Stream stream, std::strin
   }
   q->stream_ = stream;
   q->device_ = rt().current_device();
+  q->staging_.reset(new (std::nothrow) pinned::StreamStaging(q->device_));
+  if (!q->staging_) {
+    *why = "out of memory";
+    return nullptr;
+  }
   void *word = nullptr;
   if (!ok(rt().malloc_host_mapped(&word, 64))) {
     *why = std::string("cannot allocate mapped host memory: ") + rt().last_error();
@@ -133,14 +138,24 @@ void StreamQueue::handed_over(void *arg) {
   q->cv_.notify_all();
 }
 
-Status StreamQueue::enqueue(std::function<void()> run, std::string *why) {
+Status StreamQueue::enqueue(std::function<void()> run, std::size_t stage_a, std::size_t stage_b, std::string *why) {
   std::unique_ptr<Call> c(new (std::nothrow) Call);
   if (!c) {
     *why = "out of memory";
     return Status::ErrNoMem;
   }
+  // Every set stays with staging_ until the queue goes (after the thread): the proxy never
+  // drops the last reference, so it never frees.
+  std::shared_ptr<pinned::ReservedStaging> set = staging_->reserve(stage_a, stage_b);
+  if (!set) {
+    *why = "no pinned host memory (or CUDA event) to reserve for the call's staged copies on the proxy thread";
+    return Status::ErrNoMem;
+  }
   c->q = this;
-  c->run = std::move(run);
+  c->run = [set, run = std::move(run)] {
+    pinned::ReservedScope reserved(set.get());
+    run();
+  };
   c->kept = rt().stream_capturing(stream_);
   Call *raw = c.get();
   {

@@ -38,6 +38,7 @@
 
 #include "base/status.h"
 #include "cuda/runtime.h"
+#include "mem/pinned.h"
 
 namespace gcoll {
 
@@ -55,9 +56,12 @@ class StreamQueue {
   StreamQueue &operator=(const StreamQueue &) = delete;
 
   // Queues `run` in the stream's order (above). `run` returns nothing: what fails inside is
-  // reported by it. Status::Ok, or the runtime's failure with *why (nothing was queued then
-  // unless the host function was: see the .cc).
-  Status enqueue(std::function<void()> run, std::string *why);
+  // reported by it. `stage_a`, `stage_b`: the bytes of the (at most two) host copies its
+  // staged device buffers take, reserved here, on the caller's thread (mem/pinned.h: the
+  // proxy never allocates); `run` runs with that reservation. Status::Ok, or the failure
+  // with *why (ErrNoMem: no pinned memory for the reservation, nothing queued; else the
+  // runtime's: nothing was queued then unless the host function was, see the .cc).
+  Status enqueue(std::function<void()> run, std::size_t stage_a, std::size_t stage_b, std::string *why);
 
   cuda::Stream stream() const { return stream_; }
   // Without a queue (the MPI did not grant MPI_THREAD_MULTIPLE): waits on the host until
@@ -90,6 +94,7 @@ class StreamQueue {
 
   cuda::Stream stream_ = nullptr;
   int device_ = -1;
+  std::unique_ptr<pinned::StreamStaging> staging_;  // the calls' reservations (enqueue)
   volatile std::uint32_t *word_ = nullptr;
   std::mutex mu_;
   std::condition_variable cv_;

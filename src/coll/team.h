@@ -73,7 +73,11 @@ struct Team {
   std::uint64_t id = 0;               // process-local, for logs
   std::atomic<std::uint64_t> seq{0};  // collectives run through gcoll on this communicator
   bool uniform_memory = false;  // GCOLL_UNIFORM_MEMORY on every rank
-  bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank
+  bool device_engine = true;    // GCOLL_DEVICE_BUFFERS=engine on every rank (and not stage_device)
+  // Device buffers always staged, whatever the settings: a stream communicator's inner
+  // communicator, whose calls run on the proxy thread (pmpi/stream.cc, mem/pinned.h). Set
+  // on every rank before its first call.
+  bool stage_device = false;
   bool engine_settings = true;  // the settings that shape the engine's schedules are equal
   int timeout_s = 0;            // GCOLL_TIMEOUT as agreed (the smallest nonzero value)
   int agree_interval = 1;       // GCOLL_MEMORY_AGREE_INTERVAL, equal on every rank (else 1)

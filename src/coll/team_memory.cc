@@ -129,7 +129,7 @@ void agree_once(Team *cs) {
   // (GCOLL_TUNE and GCOLL_HOST_TUNE are among the settings a.engine says are equal)
   cs->host_engine_colls = !a.host_engine ? 0 : a.engine ? host_engine_colls_of(decline_ranges()) : ~0u;
   cs->uniform_memory = a.uniform_memory;
-  cs->device_engine = a.device_engine;
+  cs->device_engine = a.device_engine && !cs->stage_device;
   cs->engine_settings = a.engine;
   cs->timeout_s = a.timeout_s;
   cs->agree_interval = a.agree_interval;

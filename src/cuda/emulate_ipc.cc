@@ -126,6 +126,7 @@ class EmuDriver final : public Driver {
   }
 
   Status ipc_open(const IpcHandle &h, void **out) override {
+    note_exclusive("cuIpcOpenMemHandle");
     *out = nullptr;
     IpcPayload pl;
     std::memcpy(&pl, h.bytes, sizeof pl);

@@ -36,11 +36,13 @@ class EmuRuntime final : public Runtime {
   bool can_access_peer(int dev, int peer) override { return peer_hardware(dev, peer); }
 
   Status stream_create(Stream *s) override {
+    note_exclusive("cudaStreamCreate");
     EmuStream *es = state().create_stream();
     *s = es;
     return es ? Status::Ok : Status::ErrNoMem;
   }
   void stream_destroy(Stream s) override {
+    note_exclusive("cudaStreamDestroy");
     if (s) state().destroy_stream(static_cast<EmuStream *>(s));
   }
   Status stream_synchronize(Stream s) override {
@@ -56,6 +58,7 @@ class EmuRuntime final : public Runtime {
   }
 
   Status event_create(Event *e) override {
+    note_exclusive("cudaEventCreate");
     try {
       *e = new EmuEvent{std::make_shared<EventState>()};
       return Status::Ok;
@@ -65,7 +68,10 @@ class EmuRuntime final : public Runtime {
       return Status::ErrNoMem;
     }
   }
-  void event_destroy(Event e) override { delete as_event(e); }
+  void event_destroy(Event e) override {
+    note_exclusive("cudaEventDestroy");
+    delete as_event(e);
+  }
 
   Status event_record(Event e, Stream s) override {
     EmuStream *es = resolve(s);
@@ -132,13 +138,21 @@ class EmuRuntime final : public Runtime {
   }
 
   Status malloc_device(void **p, std::size_t bytes) override {
+    note_exclusive("cudaMalloc");
     return to_status(allocate(p, bytes, GCOLL_EMU_MEM_DEVICE));
   }
-  void free_device(void *p) override { warn_on_free_failure(release(p), p); }
+  void free_device(void *p) override {
+    note_exclusive("cudaFree");
+    warn_on_free_failure(release(p), p);
+  }
   Status malloc_host(void **p, std::size_t bytes) override {
+    note_exclusive("cudaHostAlloc");
     return to_status(allocate(p, bytes, GCOLL_EMU_MEM_PINNED));
   }
-  void free_host(void *p) override { warn_on_free_failure(release(p), p); }
+  void free_host(void *p) override {
+    note_exclusive("cudaFreeHost");
+    warn_on_free_failure(release(p), p);
+  }
 
   Status memcpy_async(void *dst, const void *src, std::size_t bytes, Stream s) override {
     EmuStream *es = resolve(s);

@@ -39,6 +39,15 @@ void note_device_wait() {
                "on a GPU it can hang, the application's stream waiting for this very call");
 }
 
+void note_exclusive(const char *what) {
+  if (!in_stream_ordered_call()) return;
+  if (g_stream_ordered_device_waits.fetch_add(1, std::memory_order_relaxed) == 0)
+    GCOLL_WARN("emulated GPU: %s on the thread of a stream-ordered call (MPIX_*_enqueue): on a GPU it waits for the "
+               "driver's lock, which an application's thread holds while it waits for its stream (a copy to pageable "
+               "memory queued after the call): it hangs",
+               what);
+}
+
 void wait_value32(const volatile std::uint32_t *word, std::uint32_t value) {
   constexpr int kYields = 256;  // about as long as a short collective takes to land
   for (int i = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) != value; ++i) {

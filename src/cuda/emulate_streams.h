@@ -340,6 +340,13 @@ bool pageable_copy_refused(EmuStream *es, int dst_kind, int src_kind);
 // Counts (and reports once) a wait for every stream made on a stream-ordered call's
 // thread (g_stream_ordered_device_waits).
 void note_device_wait();
+// The same count for a call that, on a GPU, takes the CUDA driver's lock exclusively
+// (allocating or freeing memory, making or destroying a stream or an event, opening or
+// closing an IPC mapping), made on a stream-ordered call's thread. On an H200 (2026-11-29)
+// the proxy's cudaHostAlloc waited for that lock while the application's thread held it
+// in a cudaMemcpyAsync to pageable memory queued after the enqueued call, waiting for its
+// stream, which waited for the proxy: every rank hung.
+void note_exclusive(const char *what);
 
 class State {
  public:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "cuda/stream_order.h"
 #include "mem/device_scope.h"
 #include "mem/numa_place.h"
 #include "mem/pool.h"
@@ -48,6 +49,12 @@ std::mutex g_streams_mu;
 std::map<int, cuda::Stream> g_streams;
 std::vector<std::pair<int, cuda::Event>> g_free_events;  // (device, event)
 
+// The reservation of the stream-ordered call this thread runs (ReservedScope).
+thread_local ReservedStaging *t_reserved = nullptr;
+
+// On a stream-ordered call's thread: no allocation, no free (pinned.h).
+bool may_allocate() { return !cuda::in_stream_ordered_call(); }
+
 }  // namespace
 
 Status alloc_host(cuda::Runtime &r, std::size_t bytes, void **p, bool *pinned) {
@@ -85,8 +92,27 @@ void free_host(cuda::Runtime &r, void *p, bool pinned) {
   else std::free(p);
 }
 
-void *get(std::size_t bytes) { return staging_pool().get(-1, bytes); }
-void put(void *p) { staging_pool().put(p); }
+void *get(std::size_t bytes) {
+  if (ReservedStaging *r = t_reserved) {
+    int best = -1;
+    for (int i = 0; i < 2; ++i)
+      if (r->buf[i] && !r->busy[i] && r->bytes[i] >= bytes && (best < 0 || r->bytes[i] < r->bytes[best])) best = i;
+    if (best >= 0) {
+      r->busy[best] = true;
+      return r->buf[best];
+    }
+  }
+  return staging_pool().get(-1, bytes, nullptr, may_allocate());
+}
+void put(void *p) {
+  if (ReservedStaging *r = t_reserved)
+    for (int i = 0; i < 2; ++i)
+      if (r->buf[i] == p && r->busy[i]) {
+        r->busy[i] = false;
+        return;
+      }
+  staging_pool().put(p, may_allocate());
+}
 
 void *get_device(int gpu, std::size_t bytes, std::size_t *got) { return device_pool().get(gpu, bytes, got); }
 void put_device(void *p) { device_pool().put(p); }
@@ -95,6 +121,7 @@ cuda::Stream stream(int device) {
   std::lock_guard<std::mutex> lock(g_streams_mu);
   auto it = g_streams.find(device);
   if (it != g_streams.end()) return it->second;
+  if (!may_allocate()) return nullptr;  // (made by StreamStaging::reserve)
   cuda::Stream s = nullptr;
   if (!ok(rt().stream_create(&s))) return nullptr;
   g_streams[device] = s;
@@ -102,6 +129,12 @@ cuda::Stream stream(int device) {
 }
 
 cuda::Event take_event(int device) {
+  if (ReservedStaging *r = t_reserved) {
+    if (r->event && !r->event_busy && r->device == device) {
+      r->event_busy = true;
+      return r->event;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(g_streams_mu);
     for (auto it = g_free_events.begin(); it != g_free_events.end(); ++it)
@@ -111,15 +144,53 @@ cuda::Event take_event(int device) {
         return e;
       }
   }
+  if (!may_allocate()) return nullptr;
   cuda::Event e = nullptr;
   if (!ok(rt().event_create(&e))) return nullptr;
   return e;
 }
 
 void give_event(int device, cuda::Event e) {
+  if (ReservedStaging *r = t_reserved) {
+    if (r->event == e && r->event_busy) {
+      r->event_busy = false;
+      return;
+    }
+  }
   std::lock_guard<std::mutex> lock(g_streams_mu);
   g_free_events.emplace_back(device, e);
 }
+
+ReservedStaging::~ReservedStaging() {
+  for (void *p : buf)
+    if (p) staging_pool().put(p);
+  if (event) give_event(device, event);
+}
+
+std::shared_ptr<ReservedStaging> StreamStaging::reserve(std::size_t a, std::size_t b) {
+  if (a > b) std::swap(a, b);
+  const ReservedStaging *cur = sets_.empty() ? nullptr : sets_.back().get();
+  if (cur && cur->bytes[0] >= a && cur->bytes[1] >= b) return sets_.back();
+  DeviceScope scope(device_);
+  if (!ok(scope.status()) || !stream(device_)) return nullptr;
+  auto set = std::make_shared<ReservedStaging>();
+  set->device = device_;
+  const std::size_t want[2] = {a, b};
+  for (int i = 0; i < 2; ++i) {
+    const std::size_t had = cur ? cur->bytes[i] : 0;
+    const std::size_t n = want[i] <= had ? had : std::max(want[i], 2 * had);
+    if (!n) continue;
+    set->buf[i] = staging_pool().get(-1, n, &set->bytes[i]);
+    if (!set->buf[i]) return nullptr;  // (what it got goes back with `set`)
+  }
+  set->event = take_event(device_);
+  if (!set->event) return nullptr;
+  sets_.push_back(set);
+  return set;
+}
+
+ReservedScope::ReservedScope(ReservedStaging *set) : saved_(t_reserved) { t_reserved = set; }
+ReservedScope::~ReservedScope() { t_reserved = saved_; }
 
 void release() {
   staging_pool().clear();  // empty unless something was staged

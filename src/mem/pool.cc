@@ -4,7 +4,7 @@
 
 namespace gcoll {
 
-void *BufferPool::get(int key, std::size_t bytes, std::size_t *got) {
+void *BufferPool::get(int key, std::size_t bytes, std::size_t *got, bool may_allocate) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto best = idle_.end();
@@ -19,6 +19,7 @@ void *BufferPool::get(int key, std::size_t bytes, std::size_t *got) {
       return b.p;
     }
   }
+  if (!may_allocate) return nullptr;
   Buf b;
   b.key = key;
   b.bytes = std::size_t{1} << 16;
@@ -30,7 +31,7 @@ void *BufferPool::get(int key, std::size_t bytes, std::size_t *got) {
   return b.p;
 }
 
-void BufferPool::put(void *p) {
+void BufferPool::put(void *p, bool may_free) {
   std::vector<Buf> drop;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -39,7 +40,7 @@ void BufferPool::put(void *p) {
     idle_.push_back(it->second);
     idle_bytes_ += it->second.bytes;
     used_.erase(it);
-    while (idle_bytes_ > kMaxIdle && idle_.size() > 1) {
+    while (may_free && idle_bytes_ > kMaxIdle && idle_.size() > 1) {
       auto small = std::min_element(idle_.begin(), idle_.end(), [](const Buf &a, const Buf &b) { return a.bytes < b.bytes; });
       drop.push_back(*small);
       idle_bytes_ -= small->bytes;

@@ -26,10 +26,12 @@ class BufferPool {
   BufferPool &operator=(const BufferPool &) = delete;
 
   // A buffer of at least `bytes` for `key` (*got: its size), or nullptr when none can be
-  // allocated.
-  void *get(int key, std::size_t bytes, std::size_t *got = nullptr);
-  // Gives back a buffer from get().
-  void put(void *p);
+  // allocated. may_allocate false: an idle one or nullptr (a stream-ordered call's thread,
+  // which must not allocate: mem/pinned.h).
+  void *get(int key, std::size_t bytes, std::size_t *got = nullptr, bool may_allocate = true);
+  // Gives back a buffer from get(). may_free false: kept idle even beyond kMaxIdle (trimmed
+  // at a later put that may free).
+  void put(void *p, bool may_free = true);
   // Frees every idle buffer (buffers in use stay theirs).
   void clear();
 

@@ -60,7 +60,9 @@
 #include "coll/pack.h"
 #include "coll/stream_device.h"
 #include "coll/stream_queue.h"
+#include "coll/team_memory.h"
 #include "pmpi/collectives.h"
+#include "pmpi/comm_state.h"
 #include "pmpi/errors.h"
 #include "pmpi/mpi_flavor.h"
 #include "pmpi/mpi_types.h"
@@ -335,12 +337,37 @@ Status check_type(MPI_Datatype t, std::string *why) {
 // `device(dev, &call, &why)`: where the communicator has the device path, fills `call` and
 // returns Status::Ok when the path takes the call (decided alike on every rank: the kind,
 // the reduction's predefined type and op), Status::NotSupported when it goes to the proxy.
+//
+// `sides`: the call's send and receive buffers, each with the count of its datatype it
+// spans (every rank's blocks where it holds them; nullptr or MPI_IN_PLACE: none): what the
+// proxy's staged call may copy through host memory, reserved here (mem/pinned.h).
 struct NoDevicePath {
   Status operator()(const StreamDevice &, StreamDeviceCall *) const { return Status::NotSupported; }
 };
+struct StagedSide {
+  const void *buf = nullptr;
+  long long count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  bool per_rank = false;  // `count` for each rank of the communicator
+};
+// The bytes a device buffer's host copy takes on a communicator of `p` ranks (staged.h:
+// span_of, in 64 bits); 0 for host memory and for what cannot be told (the call reports it).
+std::size_t staged_bytes(StagedSide s, int p) {
+  if (s.per_rank) s.count *= p;
+  if (!s.buf || s.buf == MPI_IN_PLACE || s.count <= 0) return 0;
+  const void *b[1] = {s.buf};
+  if (!classify_local(b, 1, -1).is_device[0]) return 0;
+  MPI_Aint tlb, text, lb, ext;
+  if (PMPI_Type_get_true_extent(s.type, &tlb, &text) != MPI_SUCCESS ||
+      PMPI_Type_get_extent(s.type, &lb, &ext) != MPI_SUCCESS)
+    return 0;
+  const MPI_Aint stride = static_cast<MPI_Aint>(s.count - 1) * ext;
+  const MPI_Aint lo = tlb + std::min<MPI_Aint>(0, stride), hi = tlb + text + std::max<MPI_Aint>(0, stride);
+  return hi > lo ? static_cast<std::size_t>(hi - lo) : 0;
+}
 template <class Checks, class Call, class Device = NoDevicePath>
-int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MPI_Datatype> types, Checks &&checks,
-            Call &&call, Device &&device = Device{}) {
+int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MPI_Datatype> types,
+            std::initializer_list<StagedSide> sides, Checks &&checks, Call &&call, Device &&device = Device{}) {
   const Coll line = coll_form(coll, Form::Enqueue);
   Stats &stats = process_stats();
   return guarded(
@@ -407,6 +434,10 @@ int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MP
           }
           keep->v.push_back(h);
         }
+        std::size_t need[2] = {0, 0};
+        int i = 0, p = 1;
+        PMPI_Comm_size(sc->inner, &p);
+        for (const StagedSide &side : sides) need[i++ & 1] += staged_bytes(side, p);
         MPI_Comm inner = sc->inner;
         MPI_Comm app = comm;
         std::atomic<int> *failed = &sc->failed;
@@ -425,7 +456,7 @@ int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MP
                 PMPI_Comm_call_errhandler(app, rc);
               }
             },
-            &why);
+            need[0], need[1], &why);
         if (!ok(st)) {
           stats.record(line, Path::Error, 0);
           return raise_error(comm, st, func, why.c_str());
@@ -485,12 +516,15 @@ void refuse_unless_direct(const ByteLayout &l, StreamDeviceCall *c) {
 // The calls with a send block and a receive block per rank (allgather, alltoall): checks
 // (the send side only when not in place), the types held, and `run(comm, sendtype,
 // recvtype)` with the held ones.
+// `send_blocks`: the send buffer holds a block per rank (alltoall), else one (allgather).
 template <class Run, class Device = NoDevicePath>
 int enqueue_blocks(Coll coll, const char *func, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, Run run, Device device = Device{}) {
+                   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, bool send_blocks, Run run,
+                   Device device = Device{}) {
   const bool in_place = sendbuf == MPI_IN_PLACE;
   return enqueue(
       coll, func, comm, {in_place ? recvtype : sendtype, recvtype},
+      {StagedSide{sendbuf, sendcount, sendtype, send_blocks}, StagedSide{recvbuf, recvcount, recvtype, true}},
       [&](std::string *why) {
         Status st = count_ok(recvcount, why);
         if (ok(st) && !in_place) st = count_ok(sendcount, why);
@@ -654,6 +688,11 @@ GCOLL_EXPORT int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_
   }
   sc->app = *newcomm;
   sc->inner = inner;
+  // Device buffers on `inner` are always staged (Team::stage_device): the engine's device
+  // path opens peers' IPC handles and allocates at a buffer's first sight, which the proxy
+  // thread must not (mem/pinned.h). On every rank alike: `inner` is made here on all.
+  gcoll::CommState *inner_team = nullptr;
+  if (gcoll::ok(gcoll::comm_state(inner, &inner_team))) inner_team->stage_device = true;
   sc->stream = s;
   if (s) s->comms.fetch_add(1, std::memory_order_acq_rel);
   // The device path set up on `inner` now, on the application's thread, with nothing
@@ -743,6 +782,7 @@ GCOLL_EXPORT int MPIX_Allreduce_enqueue(const void *sendbuf, void *recvbuf, int 
   using gcoll::HeldType;
   return gcoll::enqueue(
       gcoll::Coll::Allreduce, "MPIX_Allreduce_enqueue", comm, {datatype},
+      {gcoll::StagedSide{sendbuf, count, datatype}, gcoll::StagedSide{recvbuf, count, datatype}},
       [&](std::string *why) { return gcoll::reduction_ok(count, datatype, op, why); },
       [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
         return gcoll::allreduce(gcoll::CallForm{}, sendbuf, recvbuf, count, gcoll::type_at(h, 0, datatype), op, c);
@@ -765,7 +805,7 @@ GCOLL_EXPORT int MPIX_Bcast_enqueue(void *buffer, int count, MPI_Datatype dataty
   GCOLL_ENQUEUE_FORWARD(MPIX_Bcast_enqueue, comm, buffer, count, datatype, root, comm)
   using gcoll::HeldType;
   return gcoll::enqueue(
-      gcoll::Coll::Bcast, "MPIX_Bcast_enqueue", comm, {datatype},
+      gcoll::Coll::Bcast, "MPIX_Bcast_enqueue", comm, {datatype}, {gcoll::StagedSide{buffer, count, datatype}},
       [&](std::string *why) {
         Status st = gcoll::count_ok(count, why);
         if (gcoll::ok(st)) st = gcoll::check_type(datatype, why);
@@ -792,7 +832,8 @@ GCOLL_EXPORT int MPIX_Allgather_enqueue(const void *sendbuf, int sendcount, MPI_
                                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   GCOLL_ENQUEUE_FORWARD(MPIX_Allgather_enqueue, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
   return gcoll::enqueue_blocks(
-      gcoll::Coll::Allgather, "MPIX_Allgather_enqueue", sendbuf, sendcount, sendtype, recvcount, recvtype, comm,
+      gcoll::Coll::Allgather, "MPIX_Allgather_enqueue", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+      comm, false,
       [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
         return gcoll::allgather(gcoll::CallForm{}, sendbuf, sendcount, st, recvbuf, recvcount, rt, c);
       },
@@ -824,6 +865,7 @@ GCOLL_EXPORT int MPIX_Reduce_scatter_block_enqueue(const void *sendbuf, void *re
   using gcoll::HeldType;
   return gcoll::enqueue(
       gcoll::Coll::Reduce_scatter_block, "MPIX_Reduce_scatter_block_enqueue", comm, {datatype},
+      {gcoll::StagedSide{sendbuf, recvcount, datatype, true}, gcoll::StagedSide{recvbuf, recvcount, datatype}},
       [&](std::string *why) { return gcoll::reduction_ok(recvcount, datatype, op, why); },
       [=](MPI_Comm c, const std::vector<HeldType> &h = {}) {
         return gcoll::reduce_scatter_block(gcoll::CallForm{}, sendbuf, recvbuf, recvcount,
@@ -837,6 +879,7 @@ GCOLL_EXPORT int MPIX_Reduce_enqueue(const void *sendbuf, void *recvbuf, int cou
   using gcoll::HeldType;
   return gcoll::enqueue(
       gcoll::Coll::Reduce, "MPIX_Reduce_enqueue", comm, {datatype},
+      {gcoll::StagedSide{sendbuf, count, datatype}, gcoll::StagedSide{recvbuf, count, datatype}},
       [&](std::string *why) {
         Status st = gcoll::reduction_ok(count, datatype, op, why);
         if (gcoll::ok(st)) st = gcoll::root_ok(root, comm, why);
@@ -850,8 +893,8 @@ GCOLL_EXPORT int MPIX_Reduce_enqueue(const void *sendbuf, void *recvbuf, int cou
 GCOLL_EXPORT int MPIX_Alltoall_enqueue(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   GCOLL_ENQUEUE_FORWARD(MPIX_Alltoall_enqueue, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-  return gcoll::enqueue_blocks(gcoll::Coll::Alltoall, "MPIX_Alltoall_enqueue", sendbuf, sendcount, sendtype,
-                               recvcount, recvtype, comm, [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
+  return gcoll::enqueue_blocks(gcoll::Coll::Alltoall, "MPIX_Alltoall_enqueue", sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, comm, true, [=](MPI_Comm c, MPI_Datatype st, MPI_Datatype rt) {
                                  return gcoll::alltoall(gcoll::CallForm{}, sendbuf, sendcount, st, recvbuf,
                                                         recvcount, rt, c);
                                });
