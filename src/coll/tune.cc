@@ -61,7 +61,7 @@ const char *const kTimeSlicedTune =
 const char *const kHostTune =
     "allreduce:0-4K:@mpi,allreduce:32K-inf:@mpi,bcast:0-inf:@mpi,allgather:0-inf:@mpi,allgatherv:0-16K:@mpi,"
     "allgatherv:32K-inf:@mpi,alltoall:0-inf:@mpi,reduce:0-512K:@mpi,reduce:1M-inf:@mpi,"
-    "reduce_scatter:0-128K:@mpi,reduce_scatter:256K-16M:@mpi,reduce_scatter_block:0-64K:@mpi";
+    "reduce_scatter:0-128K:@mpi,reduce_scatter:256K-4M:@mpi,reduce_scatter_block:0-64K:@mpi";
 
 namespace {
 
