@@ -12,9 +12,11 @@ has let go of it (coll/engine.h: ~EngineSlot).
 
 Every run must exit 0 (the program checks its one result and MPI_Finalize's return), and
 within the timeout (a hang counts as a failure). The matrix: every collective the program
-knows, on 2 to 5 ranks across virtual nodes (one rank per node at np 2 and 3, nodes of 2
-at np 4 and 5: 2 + 2 + 1), host buffers through the engine and the emulated GPU's device
-buffers; then the rooted reduce and bcast --reps more times each on 5 ranks, one per node.
+knows, on --nps ranks across virtual nodes (default 2, 4, 5: one rank per node at np 2 and
+3, nodes of 2 at np 4 and 5: 2 + 2 + 1; np 3 left out of CI's run since 2026-11-30, its
+three nodes of one rank covered by 2 + 2 + 1 and the reps below), host buffers through
+the engine and the emulated GPU's device buffers; then the rooted reduce and bcast --reps
+more times each on 5 ranks, one per node.
 """
 
 import argparse
@@ -57,10 +59,11 @@ def main(argv):
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--kinds", default="host,device")
+    p.add_argument("--nps", default="2,4,5", help="rank counts of the matrix (2 to 5)")
     a = p.parse_args(argv)
     runs = []
     for kind in a.kinds.split(","):
-        for np in (2, 3, 4, 5):
+        for np in (int(x) for x in a.nps.split(",")):
             rpn = "1" if np <= 3 else "2"
             for coll in COLLS:
                 runs.append((np, KINDS[kind] + ["GCOLL_RANKS_PER_NODE=" + rpn], coll, kind))
