@@ -19,7 +19,7 @@ cuda::Runtime &rt() { return cuda::runtime(); }
 
 }  // namespace
 
-bool span_of(int count, MPI_Datatype type, Span *out) {
+bool span_of(long long count, MPI_Datatype type, Span *out) {
   *out = Span{};
   if (count == 0) return true;
   MPI_Aint tlb, text, lb, ext;

@@ -156,7 +156,7 @@ struct Span {
   bool holes = false;  // bytes the datatype does not describe lie inside the span
 };
 // false: the MPI would reject the count or the type (nothing to stage).
-bool span_of(int count, MPI_Datatype type, Span *out);
+bool span_of(long long count, MPI_Datatype type, Span *out);
 
 // Host copies of device buffers for one call (what the staged path and the packing of
 // derived datatypes on device buffers, coll/pack.h, go through): the buffers' GPU made

@@ -59,6 +59,7 @@
 #include "coll/mpi_forms.h"
 #include "coll/pack.h"
 #include "coll/stream_device.h"
+#include "coll/staged.h"
 #include "coll/stream_queue.h"
 #include "coll/team_memory.h"
 #include "pmpi/collectives.h"
@@ -351,19 +352,14 @@ struct StagedSide {
   bool per_rank = false;  // `count` for each rank of the communicator
 };
 // The bytes a device buffer's host copy takes on a communicator of `p` ranks (staged.h:
-// span_of, in 64 bits); 0 for host memory and for what cannot be told (the call reports it).
+// span_of); 0 for host memory and for what cannot be told (the call reports it).
 std::size_t staged_bytes(StagedSide s, int p) {
   if (s.per_rank) s.count *= p;
   if (!s.buf || s.buf == MPI_IN_PLACE || s.count <= 0) return 0;
   const void *b[1] = {s.buf};
   if (!classify_local(b, 1, -1).is_device[0]) return 0;
-  MPI_Aint tlb, text, lb, ext;
-  if (PMPI_Type_get_true_extent(s.type, &tlb, &text) != MPI_SUCCESS ||
-      PMPI_Type_get_extent(s.type, &lb, &ext) != MPI_SUCCESS)
-    return 0;
-  const MPI_Aint stride = static_cast<MPI_Aint>(s.count - 1) * ext;
-  const MPI_Aint lo = tlb + std::min<MPI_Aint>(0, stride), hi = tlb + text + std::max<MPI_Aint>(0, stride);
-  return hi > lo ? static_cast<std::size_t>(hi - lo) : 0;
+  Span span;
+  return span_of(s.count, s.type, &span) ? span.bytes : 0;
 }
 template <class Checks, class Call, class Device = NoDevicePath>
 int enqueue(Coll coll, const char *func, MPI_Comm comm, std::initializer_list<MPI_Datatype> types,

@@ -721,6 +721,20 @@ TEST(Tune, SelectionFollowsSizeAndUserRulesFirst) {
   EXPECT_EQ(select_algorithm(user, a, t)->schedule, schedule_rabenseifner);
 }
 
+// A float sum on host buffers, not in place, with the given receive counts (which the
+// selection does not read): the scatter-reductions' selection tests.
+CollArgs host_float_sum(const int *counts, const float *in) {
+  CollArgs a;
+  a.mem = MemKind::Host;
+  a.dtype = DType::Float;
+  a.elem = 4;
+  a.op = ROp::Sum;
+  a.reducible = true;
+  a.sendbuf = in;
+  a.counts = counts;
+  return a;
+}
+
 // Issue 32 item 1: host buffers go to the MPI's own collective (@mpi: no run, the engine
 // declines) at the sizes of the host crossovers, the engine elsewhere; device buffers never
 // see them; GCOLL_HOST_TUNE replaces or drops them; GCOLL_TUNE's rules come first.
@@ -791,17 +805,10 @@ TEST(Tune, HostCrossoversSendHostCallsToTheMpi) {
   EXPECT_STRNE(select_algorithm({}, r, t, &host)->name, "mpi");
   // Reduce_scatter (the total; 2026-11-30): the MPI from 256K below 4M, the engine's @rails
   // from 4M (1.16-1.95x the MPI there, paired on 2 x 2 virtual nodes; 2M on par).
-  const int counts[4] = {1, 1, 1, 1};  // not read by the selection
-  float in = 0;
-  CollArgs s;
+  const int counts[4] = {1, 1, 1, 1};
+  const float in = 0;
+  CollArgs s = host_float_sum(counts, &in);
   s.coll = Coll::Reduce_scatter;
-  s.mem = MemKind::Host;
-  s.dtype = DType::Float;
-  s.elem = 4;
-  s.op = ROp::Sum;
-  s.reducible = true;
-  s.sendbuf = &in;
-  s.counts = counts;
   s.count = (std::size_t{2} << 20) / 4;
   EXPECT_STREQ(select_algorithm({}, s, t, &host)->name, "mpi");
   s.count = (std::size_t{4} << 20) / 4 - 1;
@@ -1032,16 +1039,9 @@ TEST(Tune, ReduceScatterRailsFromTwoRoundsOnEvenNodes) {
   uneven.local_size = 2;
   uneven.min_local = 1;
   uneven.members = {{0, 1}, {2}};
-  const int counts[4] = {1, 2, 3, 4};  // not read by the selection
-  float in = 0;
-  CollArgs a;
-  a.mem = MemKind::Host;
-  a.dtype = DType::Float;
-  a.elem = 4;
-  a.op = ROp::Sum;
-  a.reducible = true;
-  a.sendbuf = &in;
-  a.counts = counts;
+  const int counts[4] = {1, 2, 3, 4};
+  const float in = 0;
+  CollArgs a = host_float_sum(counts, &in);
   const auto pick = [&a](Coll c, std::size_t bytes, const Topology &t) {
     a.coll = c;
     a.count = bytes / 4;
