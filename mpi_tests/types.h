@@ -81,9 +81,10 @@ struct TypeDesc {
 const std::vector<TypeDesc> &all_types();
 const TypeDesc &find_type(MPI_Datatype t);
 // The types of a matrix test: all_types(), or with GCOLLTEST_TYPES=per_size (the GPU
-// suites of 6 ranks and more, mpi_tests/gpu/CMakeLists.txt) the first of each group,
+// suites but gpu.mpi.default.np4, mpi_tests/gpu/CMakeLists.txt) the first of each group,
 // element size and signedness: a call's schedule depends on the element size, not on
-// which type of that size; every type runs on 2 and 4 ranks and on 2 x 2 virtual nodes.
+// which type of that size; every type runs on device buffers at gpu.mpi.default.np4, and
+// through the engine with host buffers on every configuration (mpi.allreduce.*).
 std::vector<TypeDesc> matrix_types();
 
 // The reduction operations the MPI standard defines, and the extra ones Open MPI 4.1
